@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * intf.h - the contract between scx_floor's BPF dispatcher and its Rust side.
+ *
+ * Everything here is read by both: the BPF program includes it, and build.rs
+ * runs bindgen on it so that src/ sees the same constants and struct layouts.
+ * All times are in nanoseconds of CLOCK_MONOTONIC (bpf_ktime_get_ns()).
+ */
+#ifndef __SCX_FLOOR_INTF_H
+#define __SCX_FLOOR_INTF_H
+
+#ifndef __VMLINUX_H__
+typedef unsigned long long u64;
+typedef unsigned int u32;
+typedef int s32;
+#endif
+
+enum floor_consts {
+	/* Size of the per-CPU arrays in .bss; CPUs at or above it are refused at load. */
+	FLOOR_MAX_CPUS = 512,
+	/*
+	 * DSQ ids: CPU N owns DSQ N (vtime-ordered, for tasks that may only run
+	 * on N); every other task waits in the shared vtime DSQ.
+	 */
+	FLOOR_SHARED_DSQ = FLOOR_MAX_CPUS,
+	/*
+	 * Run-length and overshoot histograms: a value v (ns) falls in bucket
+	 * 4 * floor(log2 v) + the next two bits of v below its top bit, so every
+	 * power of two is split into 4 sub-buckets (each at most 25% wide).
+	 * Bucket 0 holds v < 4 ns; the last bucket holds everything from 7 * 2^29 ns
+	 * (3.76 s) up.
+	 */
+	FLOOR_HIST_SUB_BITS = 2,
+	FLOOR_HIST_BUCKETS = 128,
+	/*
+	 * The sched_ext watchdog: a runnable task that has not run for this long
+	 * makes the kernel eject the scheduler ("runnable task stall"). 10 s is
+	 * ten of the longest server period scx_floor accepts (1 s): a normal task
+	 * that waits that long is a scx_floor bug, not load, and the kernel
+	 * taking over with its own fair class is the right outcome. It is
+	 * shorter than the kernel's 30 s maximum so that such a bug is caught
+	 * within one test run.
+	 */
+	FLOOR_WATCHDOG_TIMEOUT_MS = 10000,
+	/* Upper bound of boosted tasks tracked at once (see boosted_pids). */
+	FLOOR_MAX_BOOSTED = 4096,
+};
+
+/*
+ * Per-CPU accounting, written by the BPF side (only by the CPU it describes,
+ * except starved_since_ns which a remote enqueue may open), read by user space.
+ * Counters only grow; user space takes differences between two reads.
+ */
+struct floor_cpu_stat {
+	/* ns run on this CPU by normal (sched_ext) tasks, and by tasks the
+	 * policy loop boosted to RT/DL on behalf of normal work */
+	u64 normal_runtime_ns;
+	/* the part of normal_runtime_ns run by boosted tasks */
+	u64 boosted_runtime_ns;
+	/* ns the CPU ran a higher class (RT, DL, stop) while a normal task was
+	 * runnable and waiting for this CPU; closed intervals only */
+	u64 starved_ns;
+	/* start of the open starvation interval, or 0 when none is open */
+	u64 starved_since_ns;
+	/* times a higher class took the CPU while normal tasks waited for it */
+	u64 nr_hi_preempt;
+	/* queued normal tasks moved off this CPU when a higher class took it */
+	u64 nr_hi_migrated;
+	/* runs of normal tasks that ended (any reason) */
+	u64 nr_runs;
+	/* runs ended by the slice timer (or tick) at slice expiry */
+	u64 nr_slice_expired;
+	/* sum and maximum of (actual run length - slice) over expired runs */
+	u64 overshoot_sum_ns;
+	u64 overshoot_max_ns;
+	/* slice timer callbacks that preempted a task */
+	u64 nr_timer_kicks;
+	/* normal tasks waiting in this CPU's own DSQ (pinned ones), last seen */
+	u64 nr_pinned_queued;
+	/* 1 while a higher class owns the CPU */
+	u64 hi_running;
+	/* pid of the task the higher class runs (0 when none) */
+	u64 hi_pid;
+	/* the slice timer's measured latency (expiry to switch-out), EWMA, ns */
+	u64 timer_lat_ns;
+	u64 __pad[1];
+	/* log2 histograms (see FLOOR_HIST_*) of run lengths and overshoots, ns */
+	u64 runlen_hist[FLOOR_HIST_BUCKETS];
+	u64 overshoot_hist[FLOOR_HIST_BUCKETS];
+};
+
+#endif /* __SCX_FLOOR_INTF_H */

@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * scx_floor - the BPF dispatcher.
+ *
+ * A weighted-vtime scheduler for every SCHED_NORMAL/BATCH/IDLE task, built to
+ * measure and enforce two things the policy loop in user space relies on:
+ *
+ * 1. Slices end on time. When a task starts running, a per-CPU bpf_timer (an
+ *    hrtimer pinned to that CPU) is armed for the task's slice; when it fires
+ *    it preempts the task with SCX_KICK_PREEMPT. Without it a slice would end
+ *    at the first scheduler tick after it expired (4 ms at HZ=250).
+ *
+ * 2. The time a higher class (RT, DL, stop) takes from normal tasks is known.
+ *    A tp_btf/sched_switch program sees every switch: when a higher class
+ *    takes a CPU while normal tasks wait for it, the CPU starts a starvation
+ *    interval, and the queued tasks that may run elsewhere are re-enqueued at
+ *    once so that they move to another CPU. A BPF scheduler cannot take a CPU
+ *    back from an RT task (the kernel ignores kicks to a CPU that runs a
+ *    higher class); the policy loop does that by boosting, and tells us which
+ *    tasks it boosted (boosted_pids) so that their runs count as normal work.
+ *
+ * Queues: CPU N owns DSQ N for tasks that may only run on N (per-CPU kthreads
+ * go straight to N's local DSQ); every other task waits in one shared DSQ.
+ * Both are ordered by vtime, charged as run time scaled by 100 / weight.
+ *
+ * The BPF side measures and enforces; it does not decide budgets.
+ */
+#include <scx/common.bpf.h>
+#include "intf.h"
+
+char _license[] SEC("license") = "GPL";
+
+UEI_DEFINE(uei);
+
+#define SCHED_FIFO 1
+#define SCHED_RR 2
+#define SCHED_DEADLINE 6
+#define TASK_RUNNING 0
+
+/* Set by user space before load. */
+const volatile u64 slice_ns = 3000000;	/* default slice, ns */
+const volatile bool slice_timer = true;	/* false: slices end at the tick */
+/*
+ * How much earlier than the slice's end the timer is armed, ns: a fixed
+ * value, or -1 for "auto": the CPU's measured timer latency (from the timer's
+ * expiry to the task being switched out: softirq, kick IPI, reschedule), an
+ * EWMA with weight 1/8, at most half the slice. With it the run lengths
+ * centre on the slice instead of on slice + latency.
+ */
+const volatile s64 timer_lead_ns = -1;
+
+/* Written by the policy loop while running: per-CPU slice (ns), 0 = slice_ns. */
+u64 cpu_slice_ns[FLOOR_MAX_CPUS];
+
+/* Read by user space. */
+struct floor_cpu_stat cpu_stats[FLOOR_MAX_CPUS];
+u64 nr_cpu_hotplug;
+u64 vtime_now;
+
+/* True between ops.init() and ops.exit(): the tracepoint must not call the
+ * sched_ext kfuncs while no scheduler is attached. */
+static bool floor_enabled;
+
+/* Per-CPU slice timer and the current run. A bpf_timer must live in a map. */
+struct slice_ctx {
+	struct bpf_timer timer;
+	u64 started_ns;		/* start of the current normal run; 0 = none */
+	u64 slice_ns;		/* slice the current run was given */
+	u64 boost_started_ns;	/* start of the current boosted run; 0 = none */
+	u64 timer_at_ns;	/* when the timer of the current run fires */
+	u64 lat_est_ns;		/* EWMA of timer expiry -> switch-out latency */
+	u32 pid;
+	u32 expired;		/* the timer kicked the current run */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FLOOR_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct slice_ctx);
+} slice_ctxs SEC(".maps");
+
+/*
+ * Tasks the policy loop has boosted to SCHED_DEADLINE or SCHED_FIFO on behalf
+ * of normal work: tid -> CPU served. Written by user space only.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FLOOR_MAX_BOOSTED);
+	__type(key, u32);
+	__type(value, u32);
+} boosted_pids SEC(".maps");
+
+static __always_inline struct floor_cpu_stat *cpu_stat(s32 cpu)
+{
+	if (cpu < 0 || cpu >= FLOOR_MAX_CPUS)
+		return NULL;
+	return &cpu_stats[cpu & (FLOOR_MAX_CPUS - 1)];
+}
+
+static __always_inline struct slice_ctx *slice_ctx(s32 cpu)
+{
+	u32 key = cpu;
+
+	return bpf_map_lookup_elem(&slice_ctxs, &key);
+}
+
+static __always_inline u64 cpu_slice(s32 cpu)
+{
+	u64 s = 0;
+
+	if (cpu >= 0 && cpu < FLOOR_MAX_CPUS)
+		s = cpu_slice_ns[cpu & (FLOOR_MAX_CPUS - 1)];
+	return s ? s : slice_ns;
+}
+
+static __always_inline bool vtime_before(u64 a, u64 b)
+{
+	return (s64)(a - b) < 0;
+}
+
+/* floor(log2(v)) for v > 0, without a loop (BPF has no clz). */
+static __always_inline u32 ilog2_u64(u64 v)
+{
+	u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) r += 1;
+	return r;
+}
+
+/* The bucket of v (ns) in a FLOOR_HIST_* histogram; mirrored in src/hist.rs. */
+static __always_inline u32 hist_bucket(u64 v)
+{
+	u32 e, b;
+
+	if (v < (1 << FLOOR_HIST_SUB_BITS))
+		return 0;
+	e = ilog2_u64(v);
+	b = (e << FLOOR_HIST_SUB_BITS) |
+	    ((v >> (e - FLOOR_HIST_SUB_BITS)) & ((1 << FLOOR_HIST_SUB_BITS) - 1));
+	return b < FLOOR_HIST_BUCKETS ? b : FLOOR_HIST_BUCKETS - 1;
+}
+
+/* A task of a class above sched_ext: the kernel runs it before any of ours. */
+static __always_inline bool is_higher_class(const struct task_struct *p)
+{
+	u32 policy = p->policy;
+
+	return policy == SCHED_FIFO || policy == SCHED_RR || policy == SCHED_DEADLINE;
+}
+
+static __always_inline bool is_boosted(const struct task_struct *p)
+{
+	u32 pid = p->pid;
+
+	return pid && bpf_map_lookup_elem(&boosted_pids, &pid);
+}
+
+/* Open the CPU's starvation interval unless one is open already. */
+static __always_inline void starve_open(struct floor_cpu_stat *st, u64 now)
+{
+	if (__sync_val_compare_and_swap(&st->starved_since_ns, 0, now) == 0)
+		__sync_fetch_and_add(&st->nr_hi_preempt, 1);
+}
+
+static __always_inline void starve_close(struct floor_cpu_stat *st, u64 now)
+{
+	u64 since = __sync_lock_test_and_set(&st->starved_since_ns, 0);
+
+	if (since && now > since)
+		__sync_fetch_and_add(&st->starved_ns, now - since);
+}
+
+s32 BPF_STRUCT_OPS(floor_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	bool is_idle = false;
+	s32 cpu;
+
+	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (is_idle)
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, cpu_slice(cpu), 0);
+	return cpu;
+}
+
+void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	s32 cpu = scx_bpf_task_cpu(p), idle;
+	u64 slice = cpu_slice(cpu), vtime = p->scx.dsq_vtime;
+	struct floor_cpu_stat *st = cpu_stat(cpu);
+
+	/* A task that slept long must not bank more than a slice of credit. */
+	if (vtime_before(vtime, vtime_now - slice))
+		vtime = vtime_now - slice;
+
+	if (p->nr_cpus_allowed == 1) {
+		if (p->flags & PF_KTHREAD) {
+			/* Per-CPU kthreads (ksoftirqd, kworkers) run first. */
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
+		} else {
+			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
+		}
+		if (st && st->hi_running)
+			starve_open(st, bpf_ktime_get_ns());
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+
+	scx_bpf_dsq_insert_vtime(p, FLOOR_SHARED_DSQ, slice, vtime, enq_flags);
+	/* Re-enqueued because a higher class took this CPU: it moves away. */
+	if ((enq_flags & SCX_ENQ_REENQ) && st)
+		__sync_fetch_and_add(&st->nr_hi_migrated, 1);
+	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (idle >= 0)
+		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+}
+
+void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
+{
+	struct task_struct *own, *shared;
+	bool own_first;
+
+	/* Take the lower vtime of the CPU's own DSQ and the shared one. */
+	own = __COMPAT_scx_bpf_dsq_peek(cpu);
+	shared = __COMPAT_scx_bpf_dsq_peek(FLOOR_SHARED_DSQ);
+	own_first = own && (!shared || vtime_before(own->scx.dsq_vtime, shared->scx.dsq_vtime));
+
+	if (own_first) {
+		if (!scx_bpf_dsq_move_to_local(cpu, 0))
+			scx_bpf_dsq_move_to_local(FLOOR_SHARED_DSQ, 0);
+	} else {
+		if (!scx_bpf_dsq_move_to_local(FLOOR_SHARED_DSQ, 0))
+			scx_bpf_dsq_move_to_local(cpu, 0);
+	}
+}
+
+static int slice_timer_fn(void *map, int *key, struct slice_ctx *sc)
+{
+	s32 cpu = *key;
+	struct floor_cpu_stat *st = cpu_stat(cpu);
+
+	/* The run this timer was armed for ended already (blocked, preempted). */
+	if (!sc->started_ns)
+		return 0;
+	sc->expired = 1;
+	if (st)
+		__sync_fetch_and_add(&st->nr_timer_kicks, 1);
+	/* Ends the current task's slice now, as the tick would have later. */
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	return 0;
+}
+
+void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct slice_ctx *sc = slice_ctx(cpu);
+	u64 lead;
+
+	if (vtime_before(vtime_now, p->scx.dsq_vtime))
+		vtime_now = p->scx.dsq_vtime;
+	if (!sc)
+		return;
+	sc->started_ns = bpf_ktime_get_ns();
+	sc->slice_ns = p->scx.slice;
+	sc->pid = p->pid;
+	sc->expired = 0;
+	if (!slice_timer)
+		return;
+	/*
+	 * p->scx.slice is the rest of this task's slice (all of it, unless a
+	 * higher class interrupted it). Re-arming replaces any pending expiry.
+	 */
+	lead = timer_lead_ns >= 0 ? (u64)timer_lead_ns : sc->lat_est_ns;
+	if (lead > sc->slice_ns / 2)
+		lead = sc->slice_ns / 2;
+	sc->timer_at_ns = sc->started_ns + sc->slice_ns - lead;
+	bpf_timer_start(&sc->timer, sc->slice_ns - lead, BPF_F_TIMER_CPU_PIN);
+}
+
+void BPF_STRUCT_OPS(floor_stopping, struct task_struct *p, bool runnable)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct slice_ctx *sc = slice_ctx(cpu);
+	struct floor_cpu_stat *st = cpu_stat(cpu);
+	u64 now = bpf_ktime_get_ns(), ran, over;
+
+	if (!sc || !st || !sc->started_ns)
+		return;
+	ran = now > sc->started_ns ? now - sc->started_ns : 0;
+	sc->started_ns = 0;
+
+	st->normal_runtime_ns += ran;
+	st->nr_runs++;
+	st->runlen_hist[hist_bucket(ran) & (FLOOR_HIST_BUCKETS - 1)]++;
+
+	/* Still runnable with no slice left: the slice expired (timer or tick). */
+	if (runnable && (sc->expired || p->scx.slice == 0)) {
+		/* Learn the timer's latency from the runs it ended. */
+		if (sc->expired && now > sc->timer_at_ns) {
+			s64 err = (s64)(now - sc->timer_at_ns) - (s64)sc->lat_est_ns;
+
+			sc->lat_est_ns = (u64)((s64)sc->lat_est_ns + err / 8);
+			st->timer_lat_ns = sc->lat_est_ns;
+		}
+		over = ran > sc->slice_ns ? ran - sc->slice_ns : 0;
+		st->nr_slice_expired++;
+		st->overshoot_sum_ns += over;
+		if (over > st->overshoot_max_ns)
+			st->overshoot_max_ns = over;
+		st->overshoot_hist[hist_bucket(over) & (FLOOR_HIST_BUCKETS - 1)]++;
+	}
+
+	/* Charge the run to the task's vtime, scaled by its weight (100 = nice 0). */
+	p->scx.dsq_vtime += ran * 100 / (p->scx.weight ? p->scx.weight : 1);
+}
+
+void BPF_STRUCT_OPS(floor_enable, struct task_struct *p)
+{
+	p->scx.dsq_vtime = vtime_now;
+}
+
+/* Implemented so that CPU hotplug does not force a scheduler restart. */
+void BPF_STRUCT_OPS(floor_cpu_online, s32 cpu)
+{
+	__sync_fetch_and_add(&nr_cpu_hotplug, 1);
+}
+
+void BPF_STRUCT_OPS(floor_cpu_offline, s32 cpu)
+{
+	__sync_fetch_and_add(&nr_cpu_hotplug, 1);
+}
+
+/*
+ * Every context switch on every CPU: accounting of higher-class time and of
+ * boosted runs, and moving queued tasks away from a CPU a higher class took.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+	struct floor_cpu_stat *st;
+	struct slice_ctx *sc;
+	bool next_boosted, next_hi, prev_waits;
+	u64 now, d;
+
+	if (!floor_enabled)
+		return 0;
+	st = cpu_stat(cpu);
+	sc = slice_ctx(cpu);
+	if (!st || !sc)
+		return 0;
+	now = bpf_ktime_get_ns();
+
+	if (sc->boost_started_ns) {
+		d = now - sc->boost_started_ns;
+		sc->boost_started_ns = 0;
+		st->normal_runtime_ns += d;
+		st->boosted_runtime_ns += d;
+	}
+	/* Boosted tasks run at SCHED_DEADLINE or SCHED_FIFO: look up only those. */
+	next_hi = is_higher_class(next);
+	next_boosted = next_hi && is_boosted(next);
+	if (next_boosted) {
+		sc->boost_started_ns = now;
+		next_hi = false;
+	}
+
+	if (!next_hi) {
+		st->hi_running = 0;
+		st->hi_pid = 0;
+		starve_close(st, now);
+		return 0;
+	}
+
+	st->hi_running = 1;
+	st->hi_pid = next->pid;
+	/* A normal task preempted here stays runnable on this CPU's local DSQ. */
+	prev_waits = prev->pid && prev_state == TASK_RUNNING && !is_higher_class(prev);
+	st->nr_pinned_queued = scx_bpf_dsq_nr_queued(cpu);
+	if (prev_waits || st->nr_pinned_queued > 0 ||
+	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0)
+		starve_open(st, now);
+	/*
+	 * The local DSQ is stuck behind the higher class: hand its tasks back
+	 * to floor_enqueue() (SCX_ENQ_REENQ), which moves those allowed on
+	 * another CPU to the shared DSQ and wakes an idle CPU for them.
+	 */
+	if (prev_waits || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0)
+		scx_bpf_reenqueue_local_from_anywhere();
+	return 0;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(floor_init)
+{
+	u32 nr_cpus = scx_bpf_nr_cpu_ids();
+	struct slice_ctx *sc;
+	s32 ret;
+	u32 i;
+
+	if (nr_cpus > FLOOR_MAX_CPUS) {
+		scx_bpf_error("%u CPUs, scx_floor supports %d", nr_cpus, FLOOR_MAX_CPUS);
+		return -E2BIG;
+	}
+	ret = scx_bpf_create_dsq(FLOOR_SHARED_DSQ, -1);
+	if (ret)
+		return ret;
+	bpf_for(i, 0, nr_cpus) {
+		ret = scx_bpf_create_dsq(i, -1);
+		if (ret)
+			return ret;
+		sc = slice_ctx(i);
+		if (!sc)
+			return -ENOENT;
+		ret = bpf_timer_init(&sc->timer, &slice_ctxs, CLOCK_MONOTONIC);
+		if (ret)
+			return ret;
+		ret = bpf_timer_set_callback(&sc->timer, slice_timer_fn);
+		if (ret)
+			return ret;
+	}
+	floor_enabled = true;
+	return 0;
+}
+
+void BPF_STRUCT_OPS(floor_exit, struct scx_exit_info *ei)
+{
+	floor_enabled = false;
+	UEI_RECORD(uei, ei);
+}
+
+SCX_OPS_DEFINE(floor_ops,
+	       .select_cpu = (void *)floor_select_cpu,
+	       .enqueue = (void *)floor_enqueue,
+	       .dispatch = (void *)floor_dispatch,
+	       .running = (void *)floor_running,
+	       .stopping = (void *)floor_stopping,
+	       .enable = (void *)floor_enable,
+	       .cpu_online = (void *)floor_cpu_online,
+	       .cpu_offline = (void *)floor_cpu_offline,
+	       .init = (void *)floor_init,
+	       .exit = (void *)floor_exit,
+	       .timeout_ms = FLOOR_WATCHDOG_TIMEOUT_MS,
+	       .name = "scx_floor");

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Per-CPU accounting read from the BPF side, differences between two reads,
+//! and the `--stats` report.
+
+use crate::hist::Hist;
+use serde::Serialize;
+
+/// One CPU's counters at one instant (`struct floor_cpu_stat`, bpf/intf.h).
+/// Times in ns; every counter only grows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CpuCounters {
+    /// ns run by normal tasks, boosted runs included
+    pub normal_runtime_ns: u64,
+    /// ns of `normal_runtime_ns` run while boosted by the policy loop
+    pub boosted_runtime_ns: u64,
+    /// ns a higher class ran while normal tasks waited (closed intervals)
+    pub starved_ns: u64,
+    /// start (CLOCK_MONOTONIC ns) of the open starvation interval, 0 if none
+    pub starved_since_ns: u64,
+    /// times a higher class took the CPU while normal tasks waited
+    pub nr_hi_preempt: u64,
+    /// queued tasks moved away when a higher class took the CPU
+    pub nr_hi_migrated: u64,
+    /// runs of normal tasks that ended
+    pub nr_runs: u64,
+    /// runs that ended at slice expiry
+    pub nr_slice_expired: u64,
+    /// sum of overshoots past the slice, ns
+    pub overshoot_sum_ns: u64,
+    /// largest overshoot since load, ns
+    pub overshoot_max_ns: u64,
+    /// slice timer expiries that preempted a task
+    pub nr_timer_kicks: u64,
+    /// 1 while a higher class owns the CPU
+    pub hi_running: u64,
+    /// the slice timer's learned latency, ns
+    pub timer_lat_ns: u64,
+    /// histogram of run lengths, ns
+    pub runlen: Hist,
+    /// histogram of overshoots past the slice, ns
+    pub overshoot: Hist,
+}
+
+impl CpuCounters {
+    /// `starved_ns` including the open interval, as of `now_ns`
+    /// (CLOCK_MONOTONIC).
+    pub fn starved_ns_at(&self, now_ns: u64) -> u64 {
+        let open = if self.starved_since_ns != 0 && now_ns > self.starved_since_ns {
+            now_ns - self.starved_since_ns
+        } else {
+            0
+        };
+        self.starved_ns + open
+    }
+}
+
+/// What one CPU did between two reads `dt_ns` apart.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CpuInterval {
+    /// CPU number
+    pub cpu: usize,
+    /// length of the interval, ns
+    pub dt_ns: u64,
+    /// normal-task run time delivered, ms per s of wall time
+    pub normal_ms_per_s: f64,
+    /// of which boosted, ms/s
+    pub boosted_ms_per_s: f64,
+    /// time taken by a higher class while normal tasks waited, ms/s
+    pub starved_ms_per_s: f64,
+    /// higher-class preemptions of waiting normal work
+    pub hi_preempts: u64,
+    /// tasks moved off the CPU because a higher class took it
+    pub hi_migrated: u64,
+    /// runs that ended
+    pub runs: u64,
+    /// runs that ended at slice expiry
+    pub slice_expired: u64,
+    /// mean run length, us (None without runs)
+    pub mean_run_us: Option<f64>,
+    /// p99 run length (bucket upper bound), us
+    pub p99_run_us: Option<f64>,
+    /// mean overshoot past the slice, us
+    pub mean_overshoot_us: Option<f64>,
+    /// p99 overshoot (bucket upper bound), us
+    pub p99_overshoot_us: Option<f64>,
+    /// largest overshoot since load, us
+    pub max_overshoot_us: f64,
+    /// the slice timer's learned latency now, us
+    pub timer_lat_us: f64,
+}
+
+fn per_s(d_ns: u64, dt_ns: u64) -> f64 {
+    if dt_ns == 0 {
+        0.0
+    } else {
+        // ns per ns == ms per ms; scale to ms per s
+        d_ns as f64 / dt_ns as f64 * 1000.0
+    }
+}
+
+/// Differences between two reads of one CPU's counters taken at `t0_ns` and
+/// `t1_ns` (CLOCK_MONOTONIC).
+pub fn interval(
+    cpu: usize,
+    a: &CpuCounters,
+    t0_ns: u64,
+    b: &CpuCounters,
+    t1_ns: u64,
+) -> CpuInterval {
+    let dt = t1_ns.saturating_sub(t0_ns);
+    let runs = b.nr_runs.saturating_sub(a.nr_runs);
+    let expired = b.nr_slice_expired.saturating_sub(a.nr_slice_expired);
+    let runlen = b.runlen.delta(&a.runlen);
+    let over = b.overshoot.delta(&a.overshoot);
+    let d_normal = b.normal_runtime_ns.saturating_sub(a.normal_runtime_ns);
+    CpuInterval {
+        cpu,
+        dt_ns: dt,
+        normal_ms_per_s: per_s(d_normal, dt),
+        boosted_ms_per_s: per_s(
+            b.boosted_runtime_ns.saturating_sub(a.boosted_runtime_ns),
+            dt,
+        ),
+        starved_ms_per_s: per_s(
+            b.starved_ns_at(t1_ns)
+                .saturating_sub(a.starved_ns_at(t0_ns)),
+            dt,
+        ),
+        hi_preempts: b.nr_hi_preempt.saturating_sub(a.nr_hi_preempt),
+        hi_migrated: b.nr_hi_migrated.saturating_sub(a.nr_hi_migrated),
+        runs,
+        slice_expired: expired,
+        mean_run_us: (runs > 0).then(|| {
+            d_normal.saturating_sub(b.boosted_runtime_ns.saturating_sub(a.boosted_runtime_ns))
+                as f64
+                / runs as f64
+                / 1000.0
+        }),
+        p99_run_us: runlen.quantile_upper_ns(0.99).map(|v| v as f64 / 1000.0),
+        mean_overshoot_us: (expired > 0).then(|| {
+            b.overshoot_sum_ns.saturating_sub(a.overshoot_sum_ns) as f64 / expired as f64 / 1000.0
+        }),
+        p99_overshoot_us: over.quantile_upper_ns(0.99).map(|v| v as f64 / 1000.0),
+        max_overshoot_us: b.overshoot_max_ns as f64 / 1000.0,
+        timer_lat_us: b.timer_lat_ns as f64 / 1000.0,
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into())
+}
+
+/// The `--stats` table: one line per CPU, with a header.
+pub fn format_table(rows: &[CpuInterval]) -> String {
+    let mut s = String::from(
+        "cpu normal_ms/s boost_ms/s starved_ms/s hi_preempt migrated   runs expired \
+         run_mean_us run_p99_us over_mean_us over_p99_us over_max_us timer_lat_us\n",
+    );
+    for r in rows {
+        s += &format!(
+            "{:>3} {:>12.1} {:>10.1} {:>12.1} {:>10} {:>8} {:>6} {:>7} {:>11} {:>10} {:>12} {:>11} {:>11.1} {:>12.1}\n",
+            r.cpu,
+            r.normal_ms_per_s,
+            r.boosted_ms_per_s,
+            r.starved_ms_per_s,
+            r.hi_preempts,
+            r.hi_migrated,
+            r.runs,
+            r.slice_expired,
+            opt(r.mean_run_us),
+            opt(r.p99_run_us),
+            opt(r.mean_overshoot_us),
+            opt(r.p99_overshoot_us),
+            r.max_overshoot_us,
+            r.timer_lat_us
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counters(normal: u64, runs: u64) -> CpuCounters {
+        CpuCounters {
+            normal_runtime_ns: normal,
+            nr_runs: runs,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn rates_over_an_interval() {
+        let a = counters(1_000_000_000, 10);
+        let mut b = counters(1_050_000_000, 110);
+        b.runlen.record(500_000);
+        b.nr_slice_expired = 100;
+        b.overshoot_sum_ns = 100 * 20_000;
+        let r = interval(1, &a, 0, &b, 1_000_000_000);
+        assert!((r.normal_ms_per_s - 50.0).abs() < 1e-9);
+        assert_eq!(r.runs, 100);
+        assert!((r.mean_run_us.unwrap() - 500.0).abs() < 1e-9);
+        assert!((r.mean_overshoot_us.unwrap() - 20.0).abs() < 1e-9);
+        assert!(r.p99_run_us.unwrap() >= 500.0);
+    }
+
+    #[test]
+    fn open_starvation_interval_counts_up_to_now() {
+        let a = CpuCounters {
+            starved_ns: 0,
+            starved_since_ns: 0,
+            ..Default::default()
+        };
+        let b = CpuCounters {
+            starved_ns: 100_000_000,
+            starved_since_ns: 1_500_000_000,
+            ..Default::default()
+        };
+        let r = interval(0, &a, 1_000_000_000, &b, 2_000_000_000);
+        // 100 ms closed + 500 ms still open, over 1 s
+        assert!(
+            (r.starved_ms_per_s - 600.0).abs() < 1e-6,
+            "{}",
+            r.starved_ms_per_s
+        );
+    }
+
+    #[test]
+    fn no_runs_no_means_and_zero_interval_is_safe() {
+        let a = CpuCounters::default();
+        let r = interval(0, &a, 5, &a, 5);
+        assert_eq!(r.normal_ms_per_s, 0.0);
+        assert!(r.mean_run_us.is_none() && r.p99_run_us.is_none());
+        let t = format_table(&[r]);
+        assert_eq!(t.lines().count(), 2);
+        assert!(t.lines().nth(1).unwrap().contains(" - "));
+    }
+}

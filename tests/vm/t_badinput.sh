@@ -1,0 +1,36 @@
+#!/bin/bash
+# Bad input gets a clear message, a non-zero exit code, and changes nothing:
+# flags out of range, not root, a kernel without sched_ext, another BPF
+# scheduler already loaded.
+source "$(dirname "$0")/lib.sh"
+
+# expect_err "what" "message regex" CMD...: CMD fails, says the message, and
+# the sched_ext state is unchanged.
+expect_err() {
+	local what=$1 re=$2 out rc before after
+	shift 2
+	before=$(scx_state)
+	out=$("$@" 2>&1); rc=$?
+	after=$(scx_state)
+	[ $rc -ne 0 ] || fail "$what: exit code 0"
+	grep -Eq "$re" <<<"$out" || fail "$what: message does not match /$re/: $out"
+	[ "$before" = "$after" ] || fail "$what: sched_ext state changed $before -> $after"
+	note "$what: exit $rc, \"$(grep -Em1 "$re" <<<"$out")\""
+}
+
+expect_err "--slice-us 0" "slice-us.*not in 20..=100000" "$FLOOR" --slice-us 0
+expect_err "--slice-us -5" "slice-us|unexpected argument" "$FLOOR" --slice-us -5
+expect_err "--slice-us 100000000" "slice-us.*not in 20..=100000" "$FLOOR" --slice-us 100000000
+expect_err "--stats 0" "stats.*out of range" "$FLOOR" --stats 0
+expect_err "--timer-lead-us x" "timer-lead-us" "$FLOOR" --timer-lead-us x
+expect_err "unknown flag" "unexpected argument '--bogus'" "$FLOOR" --bogus
+expect_err "not root" "must run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$FLOOR"
+# A kernel without sched_ext: hide /sys/kernel/sched_ext in a private mount namespace.
+expect_err "no sched_ext" "no sched_ext" unshare -m sh -c "mount -t tmpfs none /sys/kernel && exec $FLOOR"
+
+start_floor
+first=$(cat $SCX/root/ops)
+expect_err "another scheduler loaded" "another sched_ext scheduler is loaded: $first" "$FLOOR"
+[ "$(cat $SCX/root/ops)" = "$first" ] || fail "the loaded scheduler changed"
+kill -0 "$FLOOR_PID" || fail "the first scx_floor died"
+stop_floor || fail "first scx_floor exited non-zero"
