@@ -44,6 +44,8 @@ enum floor_consts {
 	FLOOR_WATCHDOG_TIMEOUT_MS = 10000,
 	/* Upper bound of boosted tasks tracked at once (see boosted_pids). */
 	FLOOR_MAX_BOOSTED = 4096,
+	/* Boost slots per CPU: at most this many tasks boosted at once per CPU. */
+	FLOOR_SLOTS_PER_CPU = 16,
 };
 
 /*
@@ -57,6 +59,8 @@ struct floor_cpu_stat {
 	u64 normal_runtime_ns;
 	/* the part of normal_runtime_ns run by boosted tasks */
 	u64 boosted_runtime_ns;
+	/* the part of normal_runtime_ns run by kernel threads (boosted or not) */
+	u64 kthread_runtime_ns;
 	/* ns the CPU ran a higher class (RT, DL, stop) while a normal task was
 	 * runnable and waiting for this CPU; closed intervals only */
 	u64 starved_ns;
@@ -79,14 +83,49 @@ struct floor_cpu_stat {
 	u64 nr_pinned_queued;
 	/* 1 while a higher class owns the CPU */
 	u64 hi_running;
-	/* pid of the task the higher class runs (0 when none) */
+	/* the last higher-class task (not scx_floor's own threads) that ran
+	 * here: pid, RT priority and policy */
 	u64 hi_pid;
+	u64 hi_prio;
+	u64 hi_policy;
 	/* the slice timer's measured latency (expiry to switch-out), EWMA, ns */
 	u64 timer_lat_ns;
-	u64 __pad[1];
+	/* start of the boosted run in progress on this CPU, or 0 */
+	u64 boost_since_ns;
+	/* set by user space: wake its server thread at the next starvation
+	 * (one shot, cleared by the BPF side when it wakes it) */
+	u64 kick_on_starve;
 	/* log2 histograms (see FLOOR_HIST_*) of run lengths and overshoots, ns */
 	u64 runlen_hist[FLOOR_HIST_BUCKETS];
 	u64 overshoot_hist[FLOOR_HIST_BUCKETS];
+};
+
+/*
+ * A normal task waiting in a DSQ while at least one CPU runs a higher class:
+ * the candidates for the bandwidth server. Key: tid. Inserted by
+ * ops.enqueue(), removed when the task runs or leaves sched_ext; user space
+ * prunes entries of tasks that are gone.
+ */
+struct floor_waiter {
+	u64 since_ns;	/* when it was queued */
+	u32 cpu;	/* the CPU whose DSQ holds it (pinned), else its last CPU */
+	u32 weight;	/* sched_ext weight, 100 = nice 0 */
+	u32 pinned;	/* 1: may run on this CPU only */
+	u32 __pad;
+};
+
+/*
+ * The run of one boosted task, kept by the BPF side so that the server reads
+ * it from memory instead of /proc. Slot cpu * FLOOR_SLOTS_PER_CPU + i is
+ * assigned by CPU cpu's server thread (it writes pid and zeroes the rest),
+ * and named as the task's value in boosted_pids.
+ */
+struct floor_boost_slot {
+	u64 runtime_ns;		/* run time while boosted, closed runs */
+	u64 run_since_ns;	/* start of the boosted run in progress, or 0 */
+	u32 pid;
+	u32 blocked;		/* it left the CPU not runnable (slept or exited) */
+	u64 __pad;
 };
 
 #endif /* __SCX_FLOOR_INTF_H */

@@ -54,6 +54,7 @@ u64 cpu_slice_ns[FLOOR_MAX_CPUS];
 
 /* Read by user space. */
 struct floor_cpu_stat cpu_stats[FLOOR_MAX_CPUS];
+struct floor_boost_slot boost_slots[FLOOR_MAX_CPUS * FLOOR_SLOTS_PER_CPU];
 u64 nr_cpu_hotplug;
 u64 vtime_now;
 
@@ -68,6 +69,8 @@ struct slice_ctx {
 	u64 slice_ns;		/* slice the current run was given */
 	u64 boost_started_ns;	/* start of the current boosted run; 0 = none */
 	u64 timer_at_ns;	/* when the timer of the current run fires */
+	u64 exec_start_ns;	/* the running task's se.sum_exec_runtime at its start */
+	u32 boost_slot;		/* slot of the boosted run in progress */
 	u64 lat_est_ns;		/* EWMA of timer expiry -> switch-out latency */
 	u32 pid;
 	u32 expired;		/* the timer kicked the current run */
@@ -82,7 +85,7 @@ struct {
 
 /*
  * Tasks the policy loop has boosted to SCHED_DEADLINE or SCHED_FIFO on behalf
- * of normal work: tid -> CPU served. Written by user space only.
+ * of normal work: tid -> boost slot. Written by user space only.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -90,6 +93,48 @@ struct {
 	__type(key, u32);
 	__type(value, u32);
 } boosted_pids SEC(".maps");
+
+/*
+ * The policy loop's own server threads (tid -> 1), written by user space:
+ * RT tasks, but not the hog a boost must beat.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FLOOR_MAX_CPUS);
+	__type(key, u32);
+	__type(value, u32);
+} agent_tids SEC(".maps");
+
+/* Normal tasks queued while some CPU runs a higher class (see intf.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u32);
+	__type(value, struct floor_waiter);
+} waiters SEC(".maps");
+
+/* CPUs currently owned by a higher class; waiters are tracked only then. */
+u64 nr_hi_cpus;
+/* Entries in boosted_pids, kept by user space: lookups are skipped at 0. */
+u64 nr_boosted;
+
+/*
+ * One ring buffer per CPU, created by that CPU's server thread: a record in
+ * it wakes the thread at once (it sleeps in ppoll() on the buffer until its
+ * next timed event). Sent when a task it boosted blocks or exits, so that
+ * the rest of the budget goes to the other starving tasks without waiting.
+ */
+struct server_wake_rb {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, FLOOR_MAX_CPUS);
+	__type(key, u32);
+	__array(values, struct server_wake_rb);
+} server_wake SEC(".maps");
 
 static __always_inline struct floor_cpu_stat *cpu_stat(s32 cpu)
 {
@@ -154,18 +199,46 @@ static __always_inline bool is_higher_class(const struct task_struct *p)
 	return policy == SCHED_FIFO || policy == SCHED_RR || policy == SCHED_DEADLINE;
 }
 
-static __always_inline bool is_boosted(const struct task_struct *p)
+static __always_inline u32 *boost_slot_of(const struct task_struct *p)
 {
 	u32 pid = p->pid;
 
-	return pid && bpf_map_lookup_elem(&boosted_pids, &pid);
+	return pid ? bpf_map_lookup_elem(&boosted_pids, &pid) : NULL;
 }
 
-/* Open the CPU's starvation interval unless one is open already. */
-static __always_inline void starve_open(struct floor_cpu_stat *st, u64 now)
+static __always_inline bool is_boosted(const struct task_struct *p)
 {
-	if (__sync_val_compare_and_swap(&st->starved_since_ns, 0, now) == 0)
+	return boost_slot_of(p) != NULL;
+}
+
+static __always_inline struct floor_boost_slot *boost_slot(u32 i)
+{
+	if (i >= FLOOR_MAX_CPUS * FLOOR_SLOTS_PER_CPU)
+		return NULL;
+	return &boost_slots[i];
+}
+
+/* Wakes CPU cpu's server thread (see server_wake). */
+static __always_inline void server_kick(u32 cpu)
+{
+	void *rb = bpf_map_lookup_elem(&server_wake, &cpu);
+
+	if (rb)
+		bpf_ringbuf_output(rb, &cpu, sizeof(cpu), 0);
+}
+
+/*
+ * Open the CPU's starvation interval unless one is open already, and wake
+ * its server thread if it asked for it (an idle server starts serving at
+ * this moment).
+ */
+static __always_inline void starve_open(struct floor_cpu_stat *st, s32 cpu, u64 now)
+{
+	if (__sync_val_compare_and_swap(&st->starved_since_ns, 0, now) == 0) {
 		__sync_fetch_and_add(&st->nr_hi_preempt, 1);
+		if (st->kick_on_starve && __sync_lock_test_and_set(&st->kick_on_starve, 0))
+			server_kick(cpu);
+	}
 }
 
 static __always_inline void starve_close(struct floor_cpu_stat *st, u64 now)
@@ -174,6 +247,26 @@ static __always_inline void starve_close(struct floor_cpu_stat *st, u64 now)
 
 	if (since && now > since)
 		__sync_fetch_and_add(&st->starved_ns, now - since);
+}
+
+static __always_inline void waiter_add(struct task_struct *p, s32 cpu, u64 now)
+{
+	struct floor_waiter w = {
+		.since_ns = now,
+		.cpu = cpu,
+		.weight = p->scx.weight,
+		.pinned = p->nr_cpus_allowed == 1,
+	};
+	u32 pid = p->pid;
+
+	bpf_map_update_elem(&waiters, &pid, &w, BPF_ANY);
+}
+
+static __always_inline void waiter_del(struct task_struct *p)
+{
+	u32 pid = p->pid;
+
+	bpf_map_delete_elem(&waiters, &pid);
 }
 
 s32 BPF_STRUCT_OPS(floor_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
@@ -197,15 +290,23 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	if (vtime_before(vtime, vtime_now - slice))
 		vtime = vtime_now - slice;
 
+	if (nr_hi_cpus)
+		waiter_add(p, cpu, bpf_ktime_get_ns());
+
 	if (p->nr_cpus_allowed == 1) {
-		if (p->flags & PF_KTHREAD) {
+		/*
+		 * While a higher class owns the CPU, a per-CPU kthread waits in
+		 * the CPU's DSQ like any pinned task (the server serves it): in
+		 * the local DSQ it would only be re-enqueued again and again.
+		 */
+		if ((p->flags & PF_KTHREAD) && !(st && st->hi_running)) {
 			/* Per-CPU kthreads (ksoftirqd, kworkers) run first. */
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
 		} else {
 			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 		}
 		if (st && st->hi_running)
-			starve_open(st, bpf_ktime_get_ns());
+			starve_open(st, cpu, bpf_ktime_get_ns());
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
@@ -246,7 +347,8 @@ static int slice_timer_fn(void *map, int *key, struct slice_ctx *sc)
 	/* The run this timer was armed for ended already (blocked, preempted). */
 	if (!sc->started_ns)
 		return 0;
-	sc->expired = 1;
+	if (!sc->expired)
+		sc->expired = 1;
 	if (st)
 		__sync_fetch_and_add(&st->nr_timer_kicks, 1);
 	/* Ends the current task's slice now, as the tick would have later. */
@@ -262,12 +364,24 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 
 	if (vtime_before(vtime_now, p->scx.dsq_vtime))
 		vtime_now = p->scx.dsq_vtime;
+	waiter_del(p);
 	if (!sc)
 		return;
 	sc->started_ns = bpf_ktime_get_ns();
+	sc->exec_start_ns = p->se.sum_exec_runtime;
 	sc->slice_ns = p->scx.slice;
 	sc->pid = p->pid;
 	sc->expired = 0;
+	/*
+	 * A boosted task that just got its own policy back while it ran: the
+	 * policy change does not reschedule, so end its slice at once and let
+	 * the RT task it was boosted above have the CPU back.
+	 */
+	if (nr_boosted && is_boosted(p)) {
+		sc->expired = 2;
+		bpf_timer_start(&sc->timer, 1, BPF_F_TIMER_CPU_PIN);
+		return;
+	}
 	if (!slice_timer)
 		return;
 	/*
@@ -286,19 +400,26 @@ void BPF_STRUCT_OPS(floor_stopping, struct task_struct *p, bool runnable)
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct slice_ctx *sc = slice_ctx(cpu);
 	struct floor_cpu_stat *st = cpu_stat(cpu);
-	u64 now = bpf_ktime_get_ns(), ran, over;
+	u64 now = bpf_ktime_get_ns(), ran, over, exec;
 
 	if (!sc || !st || !sc->started_ns)
 		return;
 	ran = now > sc->started_ns ? now - sc->started_ns : 0;
 	sc->started_ns = 0;
-
-	st->normal_runtime_ns += ran;
+	/*
+	 * Run time as the kernel charges it (se.sum_exec_runtime, without IRQ
+	 * time when IRQ_TIME_ACCOUNTING is on, as /proc/PID/schedstat shows
+	 * it); the slice statistics below use wall-clock time.
+	 */
+	exec = p->se.sum_exec_runtime > sc->exec_start_ns ? p->se.sum_exec_runtime - sc->exec_start_ns : 0;
+	st->normal_runtime_ns += exec;
+	if (p->flags & PF_KTHREAD)
+		st->kthread_runtime_ns += exec;
 	st->nr_runs++;
 	st->runlen_hist[hist_bucket(ran) & (FLOOR_HIST_BUCKETS - 1)]++;
 
 	/* Still runnable with no slice left: the slice expired (timer or tick). */
-	if (runnable && (sc->expired || p->scx.slice == 0)) {
+	if (runnable && sc->expired != 2 && (sc->expired || p->scx.slice == 0)) {
 		/* Learn the timer's latency from the runs it ended. */
 		if (sc->expired && now > sc->timer_at_ns) {
 			s64 err = (s64)(now - sc->timer_at_ns) - (s64)sc->lat_est_ns;
@@ -323,6 +444,17 @@ void BPF_STRUCT_OPS(floor_enable, struct task_struct *p)
 	p->scx.dsq_vtime = vtime_now;
 }
 
+/* Leaving our queues without running (property change), or sched_ext. */
+void BPF_STRUCT_OPS(floor_dequeue, struct task_struct *p, u64 deq_flags)
+{
+	waiter_del(p);
+}
+
+void BPF_STRUCT_OPS(floor_disable, struct task_struct *p)
+{
+	waiter_del(p);
+}
+
 /* Implemented so that CPU hotplug does not force a scheduler restart. */
 void BPF_STRUCT_OPS(floor_cpu_online, s32 cpu)
 {
@@ -345,7 +477,9 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 	s32 cpu = bpf_get_smp_processor_id();
 	struct floor_cpu_stat *st;
 	struct slice_ctx *sc;
-	bool next_boosted, next_hi, prev_waits;
+	bool next_hi, prev_waits;
+	struct floor_boost_slot *slot;
+	u32 next_pid = next->pid, *slot_idx;
 	u64 now, d;
 
 	if (!floor_enabled)
@@ -357,34 +491,74 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 	now = bpf_ktime_get_ns();
 
 	if (sc->boost_started_ns) {
-		d = now - sc->boost_started_ns;
+		/* The boosted run of prev ends: its run time as the kernel charged it. */
+		d = prev->se.sum_exec_runtime > sc->exec_start_ns ?
+			prev->se.sum_exec_runtime - sc->exec_start_ns : 0;
 		sc->boost_started_ns = 0;
+		st->boost_since_ns = 0;
 		st->normal_runtime_ns += d;
 		st->boosted_runtime_ns += d;
+		if (prev->flags & PF_KTHREAD)
+			st->kthread_runtime_ns += d;
+		slot = boost_slot(sc->boost_slot);
+		if (slot && slot->pid == prev->pid) {
+			slot->runtime_ns += d;
+			slot->run_since_ns = 0;
+			if (prev_state != TASK_RUNNING) {
+				slot->blocked = 1;
+				server_kick(sc->boost_slot / FLOOR_SLOTS_PER_CPU);
+			}
+		}
 	}
-	/* Boosted tasks run at SCHED_DEADLINE or SCHED_FIFO: look up only those. */
+	/*
+	 * Boosted tasks run at SCHED_DEADLINE or SCHED_FIFO: look up only those.
+	 * scx_floor's own server threads (FIFO 99, microseconds at a time) do
+	 * not change the CPU's state: they serve normal tasks, not starve them.
+	 */
 	next_hi = is_higher_class(next);
-	next_boosted = next_hi && is_boosted(next);
-	if (next_boosted) {
+	if (next_hi && bpf_map_lookup_elem(&agent_tids, &next_pid))
+		return 0;	/* the CPU's state is whatever it was */
+	slot_idx = next_hi ? boost_slot_of(next) : NULL;
+	if (slot_idx) {
 		sc->boost_started_ns = now;
+		sc->exec_start_ns = next->se.sum_exec_runtime;
+		sc->boost_slot = *slot_idx;
+		st->boost_since_ns = now;
+		slot = boost_slot(*slot_idx);
+		if (slot && slot->pid == next_pid) {
+			slot->run_since_ns = now;
+			slot->blocked = 0;
+		}
 		next_hi = false;
 	}
 
 	if (!next_hi) {
-		st->hi_running = 0;
-		st->hi_pid = 0;
+		if (st->hi_running) {
+			st->hi_running = 0;
+			__sync_fetch_and_sub(&nr_hi_cpus, 1);
+		}
 		starve_close(st, now);
 		return 0;
 	}
 
-	st->hi_running = 1;
-	st->hi_pid = next->pid;
+	if (!st->hi_running) {
+		struct task_struct *p;
+
+		st->hi_running = 1;
+		__sync_fetch_and_add(&nr_hi_cpus, 1);
+		/* Tasks that queued here before the higher class came are now waiters. */
+		bpf_for_each(scx_dsq, p, cpu, 0)
+			waiter_add(p, cpu, now);
+	}
+	st->hi_pid = next_pid;
+	st->hi_prio = next->rt_priority;
+	st->hi_policy = next->policy;
 	/* A normal task preempted here stays runnable on this CPU's local DSQ. */
 	prev_waits = prev->pid && prev_state == TASK_RUNNING && !is_higher_class(prev);
 	st->nr_pinned_queued = scx_bpf_dsq_nr_queued(cpu);
 	if (prev_waits || st->nr_pinned_queued > 0 ||
 	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0)
-		starve_open(st, now);
+		starve_open(st, cpu, now);
 	/*
 	 * The local DSQ is stuck behind the higher class: hand its tasks back
 	 * to floor_enqueue() (SCX_ENQ_REENQ), which moves those allowed on
@@ -440,6 +614,8 @@ SCX_OPS_DEFINE(floor_ops,
 	       .running = (void *)floor_running,
 	       .stopping = (void *)floor_stopping,
 	       .enable = (void *)floor_enable,
+	       .dequeue = (void *)floor_dequeue,
+	       .disable = (void *)floor_disable,
 	       .cpu_online = (void *)floor_cpu_online,
 	       .cpu_offline = (void *)floor_cpu_offline,
 	       .init = (void *)floor_init,

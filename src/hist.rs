@@ -12,7 +12,6 @@ pub const BUCKETS: usize = crate::bpf_intf::floor_consts_FLOOR_HIST_BUCKETS as u
 const SUB_BITS: u32 = crate::bpf_intf::floor_consts_FLOOR_HIST_SUB_BITS;
 
 /// The bucket index of `v` ns; the same rule as the BPF side.
-#[cfg(test)]
 pub fn bucket_of(v: u64) -> usize {
     if v < (1 << SUB_BITS) {
         return 0;
@@ -62,8 +61,7 @@ impl Hist {
         Hist { counts: c.to_vec() }
     }
 
-    /// Adds one value.
-    #[cfg(test)]
+    /// Adds one value, ns.
     pub fn record(&mut self, v: u64) {
         self.counts[bucket_of(v)] += 1;
     }

@@ -3,11 +3,16 @@
 //! guaranteed bandwidth floor under real-time hogs and ends every slice on
 //! time with a per-CPU hrtimer. See README.md for the design.
 
+mod boost;
 mod bpf_intf;
 mod bpf_skel;
 mod checks;
+mod guard;
 mod hist;
+mod knobs;
+mod policy;
 mod sched;
+mod server;
 mod stats;
 
 use std::mem::MaybeUninit;
@@ -55,6 +60,40 @@ pub struct Opts {
     /// scheduler (0: the kernel's default).
     #[arg(long, default_value_t = 0, value_name = "BYTES")]
     exit_dump_len: u32,
+
+    /// Budget of the bandwidth server: normal tasks on each served CPU get at
+    /// least this much run time (us) every period, even under RT hogs
+    /// (1 to the period; like the kernel's fair_server runtime).
+    #[arg(long, default_value_t = 50_000, value_name = "US")]
+    server_runtime_us: u64,
+
+    /// Period of the bandwidth server, us (100 to 1000000).
+    #[arg(long, default_value_t = 1_000_000, value_name = "US",
+          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    server_period_us: u64,
+
+    /// CPUs the server serves, as a list ("1,3-5"); default: all online CPUs.
+    #[arg(long, value_name = "LIST")]
+    server_cpus: Option<String>,
+
+    /// No bandwidth server of our own (the dispatcher and the kernel's
+    /// ext_server alone).
+    #[arg(long)]
+    no_server: bool,
+
+    /// The kernel's ext_server (debugfs sched/ext_server): "off" sets its
+    /// runtime to 0 on the served CPUs while scx_floor serves them (restored
+    /// on exit); "keep" leaves it alone, for A/B runs.
+    #[arg(long, default_value = "off", value_name = "off|keep",
+          value_parser = clap::builder::PossibleValuesParser::new(["off", "keep"]))]
+    kernel_server: String,
+
+    /// Boost policy for starving tasks: "auto" tries SCHED_DEADLINE (runtime =
+    /// budget, deadline = period) and falls back to SCHED_FIFO one above the
+    /// CPU's RT hog where the kernel refuses it; "fifo" or "deadline" only.
+    #[arg(long, default_value = "auto", value_name = "auto|fifo|deadline",
+          value_parser = clap::builder::PossibleValuesParser::new(["auto", "fifo", "deadline"]))]
+    boost: String,
 
     /// Verbose output, including libbpf's.
     #[arg(short, long)]
@@ -116,13 +155,63 @@ fn init_log(verbose: bool) -> Result<()> {
     Ok(())
 }
 
+/// The server settings, checked. Errors: runtime out of 1..=period.
+fn server_config(opts: &Opts) -> Result<Option<server::ServerConfig>> {
+    if opts.no_server {
+        return Ok(None);
+    }
+    let (rt, p) = (opts.server_runtime_us, opts.server_period_us);
+    if rt == 0 || rt > p {
+        anyhow::bail!("--server-runtime-us {rt} must be between 1 and --server-period-us ({p})");
+    }
+    let (runtime_ns, period_ns) = (rt * 1000, p * 1000);
+    Ok(Some(server::ServerConfig {
+        runtime_ns,
+        period_ns,
+        margin_ns: server::activation_margin_ns(runtime_ns, period_ns),
+    }))
+}
+
+/// Holds /run/scx_floor/lock for the life of the process: one scx_floor at a time.
+fn lock_state_dir(dir: &Path) -> Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    boost::private_dir(dir)?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("lock"))?;
+    // SAFETY: flock on our own fd.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        anyhow::bail!(
+            "another scx_floor is running (it holds {}/lock)",
+            dir.display()
+        );
+    }
+    Ok(f)
+}
+
 fn run(opts: Opts) -> Result<()> {
     // Nothing on the system changes before all of these pass.
+    let server = server_config(&opts)?;
     checks::require_root(unsafe { libc::geteuid() })?;
     checks::require_scx_free(&checks::read_state(Path::new(checks::SCX_SYSFS)))?;
     if let Ok(cmdline) = std::fs::read_to_string("/proc/cmdline") {
         checks::require_no_isolcpus(&cmdline)?;
     }
+    let cpus = policy::served_cpus(opts.server_cpus.as_deref())?;
+    let state_dir = Path::new(policy::STATE_DIR);
+    let _lock = lock_state_dir(state_dir)?;
+
+    // Left over by an scx_floor whose guardian died with it.
+    let (t, k) = guard::replay_all(state_dir);
+    if t + k > 0 {
+        log::warn!(
+            "restored {t} task(s) and {k} knob(s) left boosted/changed by an earlier scx_floor"
+        );
+    }
+    // Forked while single-threaded; restores everything if we die.
+    let _guard = guard::spawn(state_dir)?;
 
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
@@ -140,10 +229,22 @@ fn run(opts: Opts) -> Result<()> {
         verbose: opts.verbose,
         stats_every: opts.stats.map(Duration::from_secs_f64),
     };
+    let pcfg = policy::PolicyConfig {
+        server,
+        cpus,
+        kernel_server_off: opts.kernel_server == "off",
+        boost_mode: match opts.boost.as_str() {
+            "fifo" => policy::BoostMode::Fifo,
+            "deadline" => policy::BoostMode::Deadline,
+            _ => policy::BoostMode::Auto,
+        },
+        stats_every: cfg.stats_every,
+        state_dir: state_dir.to_path_buf(),
+    };
     loop {
         let mut open_object = MaybeUninit::uninit();
         let mut sched = sched::Scheduler::init(&cfg, &mut open_object)?;
-        let uei = sched.run(&shutdown)?;
+        let uei = policy::run(&mut sched, pcfg.clone(), &shutdown)?;
         drop(sched);
         if shutdown.load(Ordering::Relaxed) || !uei.should_restart() {
             break;
@@ -205,6 +306,38 @@ mod tests {
                 "--timer-lead-us {bad} accepted"
             );
         }
+    }
+
+    #[test]
+    fn server_flags() {
+        let o = parse(&[]).unwrap();
+        let sc = server_config(&o).unwrap().unwrap();
+        assert_eq!(
+            (sc.runtime_ns, sc.period_ns, sc.margin_ns),
+            (50_000_000, 1_000_000_000, 14_500_000)
+        );
+        let o = parse(&["--server-runtime-us", "20", "--server-period-us", "1000000"]).unwrap();
+        assert_eq!(server_config(&o).unwrap().unwrap().runtime_ns, 20_000);
+        let o = parse(&["--server-runtime-us", "2000", "--server-period-us", "1000"]).unwrap();
+        assert!(server_config(&o)
+            .unwrap_err()
+            .to_string()
+            .contains("between 1 and"));
+        let o = parse(&["--server-runtime-us", "0"]).unwrap();
+        assert!(server_config(&o).is_err());
+        for bad in ["99", "1000001", "0"] {
+            assert!(
+                parse(&["--server-period-us", bad]).is_err(),
+                "period {bad} accepted"
+            );
+        }
+        assert!(server_config(&parse(&["--no-server"]).unwrap())
+            .unwrap()
+            .is_none());
+        assert!(parse(&["--kernel-server", "maybe"]).is_err());
+        assert!(parse(&["--boost", "rr"]).is_err());
+        let o = parse(&["--server-runtime-us", "1000", "--server-period-us", "1000"]).unwrap();
+        assert_eq!(server_config(&o).unwrap().unwrap().margin_ns, 0);
     }
 
     #[test]

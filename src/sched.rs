@@ -2,17 +2,21 @@
 //! Loading, running and unloading the BPF dispatcher.
 
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use libbpf_rs::OpenObject;
-use log::{info, warn};
-use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report, UserExitInfo};
+use libbpf_rs::{MapCore, MapFlags, MapHandle, OpenObject};
+use log::info;
+use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_report, UserExitInfo};
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::bpf_intf::floor_boost_slot as BoostSlot;
+use crate::bpf_intf::floor_waiter as Waiter;
 use crate::bpf_skel::{types, BpfSkel, BpfSkelBuilder};
 use crate::hist::Hist;
-use crate::stats::{self, CpuCounters};
+use crate::server::Sample;
+use crate::stats::CpuCounters;
 
 /// What the loader needs from the command line.
 #[derive(Clone, Debug)]
@@ -53,7 +57,6 @@ pub fn online_cpus() -> Result<Vec<usize>> {
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
-    cfg: SchedConfig,
 }
 
 fn counters_of(s: &types::floor_cpu_stat) -> CpuCounters {
@@ -116,73 +119,243 @@ impl<'a> Scheduler<'a> {
         Ok(Scheduler {
             skel,
             link: Some(link),
-            cfg: cfg.clone(),
         })
+    }
+
+    /// A Send + Sync view of the loaded program for the policy threads.
+    /// Valid while `self` lives: the threads must end first (scoped threads).
+    pub fn view(&mut self) -> Result<BpfView> {
+        let bss: *mut types::bss =
+            &mut **self.skel.maps.bss_data.as_mut().context("bss not mapped")?;
+        let data = self
+            .skel
+            .maps
+            .data_data
+            .as_ref()
+            .context("data not mapped")?;
+        Ok(BpfView {
+            bss,
+            uei_kind: &data.uei.kind as *const i32,
+            waiters: MapHandle::try_from(&self.skel.maps.waiters)?,
+            boosted: MapHandle::try_from(&self.skel.maps.boosted_pids)?,
+            agents: MapHandle::try_from(&self.skel.maps.agent_tids)?,
+            wake: MapHandle::try_from(&self.skel.maps.server_wake)?,
+        })
+    }
+
+    /// Detaches (if still attached) and returns the kernel's exit report.
+    pub fn finish(&mut self) -> Result<UserExitInfo> {
+        self.link.take();
+        uei_report!(&self.skel, uei)
+    }
+}
+
+/// The last higher-class task seen on a CPU (0s when none yet).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HiTask {
+    /// thread id
+    pub pid: u32,
+    /// RT priority (1..99)
+    pub prio: u32,
+    /// SCHED_FIFO, SCHED_RR or SCHED_DEADLINE
+    pub policy: u32,
+}
+
+/// What the policy threads may touch of the loaded BPF program: the per-CPU
+/// counters (read), the waiters map, the boosted_pids map and its count.
+pub struct BpfView {
+    bss: *mut types::bss,
+    uei_kind: *const i32,
+    waiters: MapHandle,
+    boosted: MapHandle,
+    agents: MapHandle,
+    wake: MapHandle,
+}
+
+// SAFETY: the pointers are into the skeleton's mmapped .bss/.data, which
+// outlive every user (scoped threads); all reads are volatile and the only
+// write (nr_boosted) is atomic.
+unsafe impl Send for BpfView {}
+unsafe impl Sync for BpfView {}
+
+impl BpfView {
+    fn stat(&self, cpu: usize) -> *const types::floor_cpu_stat {
+        // SAFETY: cpu < FLOOR_MAX_CPUS is checked at load (nr_cpu_ids).
+        unsafe { std::ptr::addr_of!((*self.bss).cpu_stats[cpu]) }
     }
 
     /// Current counters of `cpu`.
     pub fn counters(&self, cpu: usize) -> CpuCounters {
-        let bss = self.skel.maps.bss_data.as_ref().expect("bss mapped");
-        counters_of(&bss.cpu_stats[cpu])
+        // SAFETY: see stat(); the struct is read field by field, volatile.
+        counters_of(unsafe { &*self.stat(cpu) })
     }
 
-    fn exited(&self) -> bool {
-        uei_exited!(&self.skel, uei)
+    /// The server's view of `cpu`: its counters now, whether a higher class
+    /// owns it, and the last RT/DL task (not ours) that ran there.
+    pub fn sample(&self, cpu: usize) -> (Sample, bool, HiTask) {
+        // SAFETY: see stat().
+        let s = unsafe { &*self.stat(cpu) };
+        let rd = |p: &u64| unsafe { std::ptr::read_volatile(p) };
+        let now_ns = monotonic_ns();
+        (
+            Sample {
+                now_ns,
+                // Per-CPU kthreads (ksoftirqd, kworkers) are served too, but
+                // their run time does not count against the floor: it is the
+                // kernel's housekeeping, small (a few ms/s), and would
+                // otherwise come out of what user tasks are promised.
+                normal_runtime_ns: rd(&s.normal_runtime_ns)
+                    .saturating_sub(rd(&s.kthread_runtime_ns)),
+                boosted_runtime_ns: rd(&s.boosted_runtime_ns),
+                boost_since_ns: rd(&s.boost_since_ns),
+                starved_since_ns: rd(&s.starved_since_ns),
+            },
+            rd(&s.hi_running) != 0,
+            HiTask {
+                pid: rd(&s.hi_pid) as u32,
+                prio: rd(&s.hi_prio) as u32,
+                policy: rd(&s.hi_policy) as u32,
+            },
+        )
     }
 
-    /// Runs until `shutdown` is set or the kernel ejects the scheduler; then
-    /// detaches and returns the kernel's exit report.
-    pub fn run(&mut self, shutdown: &AtomicBool) -> Result<UserExitInfo> {
-        let mut last: Option<(u64, Vec<(usize, CpuCounters)>)> = None;
-        let mut next_stats = Instant::now() + self.cfg.stats_every.unwrap_or(Duration::MAX / 4);
-        let snap = |s: &Self| -> Result<(u64, Vec<(usize, CpuCounters)>)> {
-            let t = monotonic_ns();
-            Ok((
-                t,
-                online_cpus()?
-                    .into_iter()
-                    .map(|c| (c, s.counters(c)))
-                    .collect(),
-            ))
+    /// Every entry of the BPF `waiters` map: (tid, entry). One batched
+    /// lookup (a system call per 256 entries, not two per entry).
+    pub fn waiters(&self) -> Vec<(u32, Waiter)> {
+        let Ok(it) = self.waiters.lookup_batch(256, MapFlags::ANY, MapFlags::ANY) else {
+            return Vec::new();
         };
-        if self.cfg.stats_every.is_some() {
-            last = Some(snap(self)?);
-        }
-        while !shutdown.load(Ordering::Relaxed) && !self.exited() {
-            std::thread::sleep(Duration::from_millis(50));
-            if Instant::now() >= next_stats {
-                if let Some(every) = self.cfg.stats_every {
-                    next_stats += every;
-                    let now = snap(self)?;
-                    if let Some((t0, prev)) = &last {
-                        let rows: Vec<_> = now
-                            .1
-                            .iter()
-                            .filter_map(|(cpu, b)| {
-                                prev.iter()
-                                    .find(|(c, _)| c == cpu)
-                                    .map(|(_, a)| stats::interval(*cpu, a, *t0, b, now.0))
-                            })
-                            .collect();
-                        info!(
-                            "per-CPU accounting over the last {:.1} s:\n{}",
-                            every.as_secs_f64(),
-                            stats::format_table(&rows)
-                        );
-                    }
-                    last = Some(now);
-                }
+        it.filter_map(|(k, v)| {
+            let tid = u32::from_ne_bytes(k.get(..4)?.try_into().ok()?);
+            if v.len() < std::mem::size_of::<Waiter>() {
+                return None;
             }
+            // SAFETY: the value is a struct floor_waiter (size checked).
+            let w = unsafe { std::ptr::read_unaligned(v.as_ptr() as *const Waiter) };
+            Some((tid, w))
+        })
+        .collect()
+    }
+
+    /// Asks the BPF side to wake CPU `cpu`'s server when starvation begins.
+    pub fn arm_starve_kick(&self, cpu: usize) {
+        // SAFETY: a u64 in the mmapped .bss; BPF clears it atomically.
+        let p = unsafe { std::ptr::addr_of_mut!((*self.bss).cpu_stats[cpu].kick_on_starve) };
+        unsafe { AtomicU64::from_ptr(p) }.store(1, Ordering::SeqCst);
+    }
+
+    /// Marks `tid` as one of scx_floor's own threads (not a hog to beat).
+    pub fn register_agent(&self, tid: u32) -> Result<()> {
+        self.agents
+            .update(&tid.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY)
+            .context("agent_tids update")
+    }
+
+    /// A ring buffer through which the BPF side wakes CPU `cpu`'s server
+    /// thread (see `server_wake` in bpf/main.bpf.c).
+    pub fn wake_ringbuf(&self, cpu: usize) -> Result<MapHandle> {
+        let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+            ..Default::default()
+        };
+        let rb = MapHandle::create(
+            libbpf_rs::MapType::RingBuf,
+            Some("floor_wake"),
+            0,
+            0,
+            4096,
+            &opts,
+        )
+        .context("creating the server's wake ring buffer")?;
+        let fd = rb.as_fd().as_raw_fd() as u32;
+        self.wake
+            .update(
+                &(cpu as u32).to_ne_bytes(),
+                &fd.to_ne_bytes(),
+                MapFlags::ANY,
+            )
+            .context("server_wake update")?;
+        Ok(rb)
+    }
+
+    /// Drops a stale `waiters` entry.
+    pub fn forget_waiter(&self, tid: u32) {
+        let _ = self.waiters.delete(&tid.to_ne_bytes());
+    }
+
+    fn nr_boosted(&self) -> &AtomicU64 {
+        // SAFETY: a u64 in the mmapped .bss, aligned; BPF only reads it.
+        unsafe { AtomicU64::from_ptr(std::ptr::addr_of_mut!((*self.bss).nr_boosted)) }
+    }
+
+    fn slot_ptr(&self, slot: usize) -> *mut BoostSlot {
+        // SAFETY: slot < FLOOR_MAX_CPUS * FLOOR_SLOTS_PER_CPU (callers use
+        // cpu * FLOOR_SLOTS_PER_CPU + i with i < FLOOR_SLOTS_PER_CPU).
+        unsafe { std::ptr::addr_of_mut!((*self.bss).boost_slots[slot]) as *mut BoostSlot }
+    }
+
+    /// The run of the task in boost slot `slot`: (pid, run time ns, blocked).
+    pub fn slot(&self, slot: usize) -> (u32, u64, bool) {
+        let p = self.slot_ptr(slot);
+        // SAFETY: volatile reads of the mmapped slot.
+        unsafe {
+            let pid = std::ptr::read_volatile(std::ptr::addr_of!((*p).pid));
+            let mut rt = std::ptr::read_volatile(std::ptr::addr_of!((*p).runtime_ns));
+            let since = std::ptr::read_volatile(std::ptr::addr_of!((*p).run_since_ns));
+            let now = monotonic_ns();
+            if since != 0 && now > since {
+                rt += now - since;
+            }
+            (
+                pid,
+                rt,
+                std::ptr::read_volatile(std::ptr::addr_of!((*p).blocked)) != 0,
+            )
         }
-        if shutdown.load(Ordering::Relaxed) {
-            info!("signal received: unloading");
+    }
+
+    /// Lists `tid` as boosted, its runs counted in `slot` (normal work).
+    pub fn boosted_add(&self, tid: u32, slot: usize) -> Result<()> {
+        let p = self.slot_ptr(slot);
+        // SAFETY: the slot is free (not named in boosted_pids): BPF does not write it.
+        unsafe {
+            std::ptr::write_volatile(
+                p,
+                BoostSlot {
+                    runtime_ns: 0,
+                    run_since_ns: 0,
+                    pid: tid,
+                    blocked: 0,
+                    __pad: 0,
+                },
+            );
         }
-        self.link.take();
-        let uei = uei_report!(&self.skel, uei);
-        if let Err(e) = &uei {
-            warn!("the kernel ejected scx_floor: {e:#}");
+        self.boosted
+            .update(
+                &tid.to_ne_bytes(),
+                &(slot as u32).to_ne_bytes(),
+                MapFlags::ANY,
+            )
+            .context("boosted_pids update")?;
+        self.nr_boosted().fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Unlists `tid`.
+    pub fn boosted_del(&self, tid: u32) {
+        if self.boosted.delete(&tid.to_ne_bytes()).is_ok() {
+            let _ = self
+                .nr_boosted()
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
+                    Some(v.saturating_sub(1))
+                });
         }
-        uei
+    }
+
+    /// Whether the kernel has ejected the scheduler (uei.kind != 0).
+    pub fn exited(&self) -> bool {
+        // SAFETY: an i32 in the mmapped .data.
+        unsafe { std::ptr::read_volatile(self.uei_kind) != 0 }
     }
 }
 

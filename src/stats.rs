@@ -237,3 +237,64 @@ mod tests {
         assert!(t.lines().nth(1).unwrap().contains(" - "));
     }
 }
+
+/// What one CPU's bandwidth server did (the `--stats` server table).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ServerRow {
+    /// CPU number
+    pub cpu: usize,
+    /// server periods completed
+    pub periods: u64,
+    /// normal-task run time delivered in the last complete period, ms
+    pub delivered_ms: f64,
+    /// of which boosted, ms
+    pub boosted_ms: f64,
+    /// boosts at SCHED_DEADLINE since start
+    pub boosts_deadline: u64,
+    /// boosts at SCHED_FIFO since start
+    pub boosts_fifo: u64,
+    /// boosts the kernel refused
+    pub boosts_failed: u64,
+    /// boosts that ended because the task blocked (rest handed over)
+    pub handed_over: u64,
+    /// p99 of overruns past the budget (bucket upper bound), us
+    pub overrun_p99_us: Option<f64>,
+    /// largest overrun, us
+    pub overrun_max_us: f64,
+    /// boosts whose overrun was measured as > 0
+    pub overrun_count: u64,
+    /// server thread steps since start
+    pub steps: u64,
+    /// their mean and longest duration, us (time the server takes from the CPU)
+    pub step_mean_us: f64,
+    /// longest step, us
+    pub step_max_us: f64,
+}
+
+/// The server table of `--stats`: one line per served CPU.
+pub fn format_server_table(rows: &[ServerRow]) -> String {
+    let mut s = String::from(
+        "server: cpu periods delivered_ms boosted_ms boosts_dl boosts_fifo failed handed_over \
+         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us\n",
+    );
+    for r in rows {
+        s += &format!(
+            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1}\n",
+            r.cpu,
+            r.periods,
+            r.delivered_ms,
+            r.boosted_ms,
+            r.boosts_deadline,
+            r.boosts_fifo,
+            r.boosts_failed,
+            r.handed_over,
+            opt(r.overrun_p99_us),
+            r.overrun_max_us,
+            r.overrun_count,
+            r.steps,
+            r.step_mean_us,
+            r.step_max_us
+        );
+    }
+    s
+}

@@ -81,3 +81,50 @@ dmesg_errors() {
 # float comparisons: le A B, ge A B
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+
+# rt_hog CPU fifo|rr PRIO [SECS]: a CPU-bound RT task pinned to CPU, killed
+# after SECS (default 60) by a watchdog at FIFO 95 (an equal-priority one could
+# never preempt it). Prints the spinning task's pid.
+rt_hog() {
+	local cpu=$1 pol=$2 prio=$3 secs=${4:-60} w p i
+	chrt -f 95 timeout -s KILL "$secs" chrt --"$pol" "$prio" taskset -c "$cpu" sh -c 'while :; do :; done' >/dev/null 2>&1 &
+	w=$!
+	for i in $(seq 50); do
+		p=$(pgrep -P "$w" 2>/dev/null | head -1)
+		[ -n "$p" ] && [ "$(awk '{print $41}' /proc/$p/stat 2>/dev/null)" = "$([ $pol = fifo ] && echo 1 || echo 2)" ] && { echo "$p"; return; }
+		sleep 0.05
+	done
+	echo "rt_hog: could not start" >&2
+	return 1
+}
+
+# run_ns PID: field 1 of /proc/PID/schedstat.
+run_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
+
+# ms_per_s PID SECS: CPU time the task got, ms per s of wall time, over SECS.
+ms_per_s() {
+	local a b t0 t1
+	a=$(run_ns "$1"); t0=$(date +%s%N)
+	sleep "$2"
+	b=$(run_ns "$1"); t1=$(date +%s%N)
+	awk -v d=$((b - a)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f\n", d / t * 1000 }'
+}
+
+# first_service_ms PID MAXSECS: ms until the task's run time grows (polls every 5 ms).
+first_service_ms() {
+	local a t0 now
+	a=$(run_ns "$1"); t0=$(date +%s%N)
+	while :; do
+		now=$(date +%s%N)
+		[ "$(run_ns "$1")" != "$a" ] && { echo $(((now - t0) / 1000000)); return; }
+		[ $((now - t0)) -gt $(($2 * 1000000000)) ] && { echo inf; return; }
+		sleep 0.005
+	done
+}
+
+# ext_server_runtime CPU: the kernel's ext_server runtime (ns) on CPU.
+ext_server_runtime() { cat /sys/kernel/debug/sched/ext_server/cpu$1/runtime; }
+
+# as_controller: make this shell FIFO 90 on CPU 0 so that it keeps running
+# while RT hogs own CPU 1 (its children must set their own policy).
+as_controller() { chrt -f -p 90 $$ >/dev/null; taskset -p -c 0 $$ >/dev/null; }

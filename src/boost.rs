@@ -1,0 +1,497 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The one module that changes other tasks' scheduling policies.
+//!
+//! Every boost is written to a journal on disk *before* the policy changes,
+//! and removed only after the task has its own policy back. Whoever finds a
+//! journal entry (the guardian process after a SIGKILL, or the next start)
+//! restores the task if it still exists and is still boosted. A task that
+//! exits while boosted needs nothing: its policy dies with it. A thread id
+//! reused by a new task is told apart by its start time (field 22 of
+//! /proc/PID/stat).
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+/// `SCHED_OTHER`, `SCHED_FIFO`, `SCHED_RR`, `SCHED_DEADLINE`
+/// (include/uapi/linux/sched.h).
+#[cfg(test)]
+pub const SCHED_OTHER: u32 = 0;
+/// see [`SCHED_OTHER`]
+pub const SCHED_FIFO: u32 = 1;
+/// see [`SCHED_OTHER`]
+pub const SCHED_RR: u32 = 2;
+/// see [`SCHED_OTHER`]
+pub const SCHED_DEADLINE: u32 = 6;
+/// Children of a boosted task start at their parent's original policy.
+pub const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
+/// The highest RT priority scx_floor boosts to: 99 is kept for its own loop.
+pub const MAX_BOOST_PRIO: u32 = 98;
+/// SCHED_DEADLINE needs a runtime of at least this many ns (kernel: 1 << DL_SCALE).
+pub const DL_MIN_RUNTIME_NS: u64 = 1024;
+
+/// `struct sched_attr`, first version (SCHED_ATTR_SIZE_VER0 = 48 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedAttr {
+    /// size of this struct, 48
+    pub size: u32,
+    /// SCHED_*
+    pub sched_policy: u32,
+    /// SCHED_FLAG_*
+    pub sched_flags: u64,
+    /// nice, for SCHED_OTHER/BATCH
+    pub sched_nice: i32,
+    /// RT priority, for SCHED_FIFO/RR
+    pub sched_priority: u32,
+    /// SCHED_DEADLINE runtime, ns
+    pub sched_runtime: u64,
+    /// SCHED_DEADLINE relative deadline, ns
+    pub sched_deadline: u64,
+    /// SCHED_DEADLINE period, ns
+    pub sched_period: u64,
+}
+
+const ATTR_SIZE: u32 = std::mem::size_of::<SchedAttr>() as u32;
+
+/// `sched_getattr(2)` of thread `tid`. Errors: ESRCH when it is gone.
+pub fn get_attr(tid: u32) -> std::io::Result<SchedAttr> {
+    let mut a = SchedAttr {
+        size: ATTR_SIZE,
+        ..Default::default()
+    };
+    // SAFETY: the kernel writes at most ATTR_SIZE bytes into `a`.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid as libc::pid_t,
+            &mut a,
+            ATTR_SIZE,
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(a)
+}
+
+/// `sched_setattr(2)` of thread `tid` (0: the caller).
+pub fn set_attr(tid: u32, a: &SchedAttr) -> std::io::Result<()> {
+    let mut a = *a;
+    a.size = ATTR_SIZE;
+    // SAFETY: `a` is a valid sched_attr of the size it declares.
+    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, tid as libc::pid_t, &a, 0) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The attributes that undo a boost: the task's policy, flags, nice and RT
+/// priority as they were.
+pub fn restore_attr_of(saved: &SchedAttr) -> SchedAttr {
+    SchedAttr {
+        size: ATTR_SIZE,
+        sched_policy: saved.sched_policy,
+        sched_flags: saved.sched_flags & SCHED_FLAG_RESET_ON_FORK,
+        sched_nice: saved.sched_nice,
+        sched_priority: saved.sched_priority,
+        ..Default::default()
+    }
+}
+
+/// SCHED_DEADLINE boost: `runtime_ns` every `period_ns` (deadline = period).
+pub fn deadline_attr(runtime_ns: u64, period_ns: u64) -> SchedAttr {
+    let runtime = runtime_ns.max(DL_MIN_RUNTIME_NS);
+    let period = period_ns.max(runtime);
+    SchedAttr {
+        size: ATTR_SIZE,
+        sched_policy: SCHED_DEADLINE,
+        sched_flags: SCHED_FLAG_RESET_ON_FORK,
+        sched_runtime: runtime,
+        sched_deadline: period,
+        sched_period: period,
+        ..Default::default()
+    }
+}
+
+/// SCHED_FIFO boost one above `above` (the RT priority to beat), capped at
+/// [`MAX_BOOST_PRIO`].
+pub fn fifo_attr(above: u32) -> SchedAttr {
+    SchedAttr {
+        size: ATTR_SIZE,
+        sched_policy: SCHED_FIFO,
+        sched_flags: SCHED_FLAG_RESET_ON_FORK,
+        sched_priority: (above + 1).clamp(1, MAX_BOOST_PRIO),
+        ..Default::default()
+    }
+}
+
+/// Start time of `tid` in clock ticks since boot (field 22 of
+/// /proc/PID/stat), and its state letter (field 3). `None` when gone.
+pub fn stat_of(tid: u32) -> Option<(u64, char)> {
+    let s = fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+    parse_stat(&s)
+}
+
+/// Parses (start time, state) out of a /proc/PID/stat line. The command name
+/// (field 2) may hold spaces and parentheses: fields are counted after the
+/// last ')'.
+pub fn parse_stat(s: &str) -> Option<(u64, char)> {
+    let rest = &s[s.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): field N is f[N - 3]
+    let state = f.first()?.chars().next()?;
+    let start = f.get(22 - 3)?.parse().ok()?;
+    Some((start, state))
+}
+
+/// One boosted task as the journal keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// thread id
+    pub tid: u32,
+    /// its start time, to tell a reused tid apart
+    pub start: u64,
+    /// its attributes before the boost
+    pub saved: SchedAttr,
+}
+
+/// A journal record as stored (32 bytes); `state` 1 = boosted, 0 = free.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Rec {
+    state: u32,
+    tid: u32,
+    start: u64,
+    policy: u32,
+    flags: u32,
+    nice: i32,
+    prio: u32,
+}
+
+/// Number of records: one per BPF boost slot.
+pub const JOURNAL_RECS: usize = crate::bpf_intf::floor_consts_FLOOR_MAX_CPUS as usize
+    * crate::bpf_intf::floor_consts_FLOOR_SLOTS_PER_CPU as usize;
+
+/// The journal of boosted tasks: a root-only file on tmpfs mapped shared
+/// into memory, one 32-byte record per boost slot. Writing a record is a
+/// few memory stores, no system call, yet it outlives the process: the page
+/// cache of the file is what the guardian (or the next start) reads.
+pub struct Journal {
+    map: *mut Rec,
+}
+
+// SAFETY: each record is written by one thread (the owner of that slot);
+// the state word is written last with release ordering.
+unsafe impl Send for Journal {}
+unsafe impl Sync for Journal {}
+
+/// Creates `dir` (and parents) readable and writable by root only.
+pub fn private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    Ok(())
+}
+
+/// Writes `data` to `path` atomically (temporary file, rename), mode 0600.
+pub fn write_atomic(path: &Path, data: &str) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    f.write_all(data.as_bytes())?;
+    fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+impl Journal {
+    /// Maps the journal file `path` (created root-only and zeroed if new).
+    pub fn open(path: &Path) -> Result<Self> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        if let Some(d) = path.parent() {
+            private_dir(d)?;
+        }
+        let f = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        let len = JOURNAL_RECS * std::mem::size_of::<Rec>();
+        if f.metadata()?.len() != len as u64 {
+            f.set_len(len as u64)?;
+        }
+        // SAFETY: a shared mapping of a file we sized; unmapped in Drop.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            bail!(
+                "mmap {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(Journal { map: p as *mut Rec })
+    }
+
+    fn state(&self, i: usize) -> &std::sync::atomic::AtomicU32 {
+        assert!(i < JOURNAL_RECS);
+        // SAFETY: in bounds; the state word is the record's first u32.
+        unsafe {
+            std::sync::atomic::AtomicU32::from_ptr(std::ptr::addr_of_mut!((*self.map.add(i)).state))
+        }
+    }
+
+    /// Records `e` in record `i`; call before changing the task's policy.
+    pub fn record(&self, i: usize, e: &Entry) {
+        let a = &e.saved;
+        let r = Rec {
+            state: 0,
+            tid: e.tid,
+            start: e.start,
+            policy: a.sched_policy,
+            flags: a.sched_flags as u32,
+            nice: a.sched_nice,
+            prio: a.sched_priority,
+        };
+        // SAFETY: in bounds (state() checks); record i belongs to the caller.
+        unsafe { std::ptr::write_volatile(self.map.add(i), r) };
+        self.state(i).store(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Frees record `i`; call after the task's policy is back.
+    pub fn forget(&self, i: usize) {
+        self.state(i).store(0, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Every boosted task in the journal: (record, entry).
+    pub fn entries(&self) -> Vec<(usize, Entry)> {
+        (0..JOURNAL_RECS)
+            .filter(|&i| self.state(i).load(std::sync::atomic::Ordering::Acquire) == 1)
+            .map(|i| {
+                // SAFETY: in bounds.
+                let r = unsafe { std::ptr::read_volatile(self.map.add(i)) };
+                let saved = SchedAttr {
+                    size: ATTR_SIZE,
+                    sched_policy: r.policy,
+                    sched_flags: r.flags as u64,
+                    sched_nice: r.nice,
+                    sched_priority: r.prio,
+                    ..Default::default()
+                };
+                (
+                    i,
+                    Entry {
+                        tid: r.tid,
+                        start: r.start,
+                        saved,
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in open().
+        unsafe {
+            libc::munmap(
+                self.map as *mut libc::c_void,
+                JOURNAL_RECS * std::mem::size_of::<Rec>(),
+            )
+        };
+    }
+}
+
+/// Whether a task found in the journal must be restored: it is the same task
+/// (same start time) and still runs at a boost policy.
+pub fn needs_restore(e: &Entry, now_start: Option<u64>, now_policy: Option<u32>) -> bool {
+    now_start == Some(e.start)
+        && matches!(now_policy, Some(SCHED_FIFO) | Some(SCHED_DEADLINE))
+        && e.saved.sched_policy != SCHED_FIFO
+        && e.saved.sched_policy != SCHED_DEADLINE
+}
+
+/// Puts back every task in the journal and empties it. Returns how many
+/// tasks were restored. Used at exit, by the guardian, and at start.
+pub fn replay(j: &Journal) -> usize {
+    let mut n = 0;
+    for (i, e) in j.entries() {
+        let start = stat_of(e.tid).map(|s| s.0);
+        let policy = get_attr(e.tid).ok().map(|a| a.sched_policy);
+        if needs_restore(&e, start, policy) {
+            match set_attr(e.tid, &restore_attr_of(&e.saved)) {
+                Ok(()) => n += 1,
+                Err(err) => log::warn!("could not restore task {}: {err}", e.tid),
+            }
+        }
+        j.forget(i);
+    }
+    n
+}
+
+/// Saves `tid`'s attributes in journal record `i` before a boost.
+/// Errors: the task is gone, or already runs at a real-time policy.
+pub fn journal_before_boost(j: &Journal, i: usize, tid: u32) -> Result<Entry> {
+    let Some((start, _)) = stat_of(tid) else {
+        bail!("task {tid} is gone")
+    };
+    let saved = get_attr(tid).with_context(|| format!("sched_getattr({tid})"))?;
+    if saved.sched_policy == SCHED_FIFO
+        || saved.sched_policy == SCHED_RR
+        || saved.sched_policy == SCHED_DEADLINE
+    {
+        bail!(
+            "task {tid} already runs at a real-time policy ({})",
+            saved.sched_policy
+        );
+    }
+    let e = Entry { tid, start, saved };
+    j.record(i, &e);
+    Ok(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attr_is_the_kernel_ver0_size() {
+        assert_eq!(ATTR_SIZE, 48);
+    }
+
+    #[test]
+    fn stat_parsing_survives_odd_names() {
+        let line = "1234 (a b) c)) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 424242 20 21";
+        assert_eq!(parse_stat(line), Some((424242, 'R')));
+        assert_eq!(parse_stat("garbage"), None);
+        // SAFETY: plain syscall.
+        let own = stat_of(unsafe { libc::gettid() } as u32).expect("own stat");
+        assert_eq!(own.1, 'R', "the thread reading its own stat is running");
+    }
+
+    #[test]
+    fn boost_attrs() {
+        let dl = deadline_attr(20_000, 1_000_000_000);
+        assert_eq!(
+            (
+                dl.sched_policy,
+                dl.sched_runtime,
+                dl.sched_deadline,
+                dl.sched_period
+            ),
+            (SCHED_DEADLINE, 20_000, 1_000_000_000, 1_000_000_000)
+        );
+        assert_eq!(
+            deadline_attr(10, 1_000_000).sched_runtime,
+            DL_MIN_RUNTIME_NS
+        );
+        assert_eq!(fifo_attr(50).sched_priority, 51);
+        assert_eq!(fifo_attr(0).sched_priority, 1);
+        assert_eq!(fifo_attr(98).sched_priority, MAX_BOOST_PRIO);
+        assert_ne!(fifo_attr(1).sched_flags & SCHED_FLAG_RESET_ON_FORK, 0);
+        let saved = SchedAttr {
+            sched_policy: 3,
+            sched_nice: 5,
+            sched_flags: 0x21,
+            ..Default::default()
+        };
+        let r = restore_attr_of(&saved);
+        assert_eq!((r.sched_policy, r.sched_nice, r.sched_flags), (3, 5, 1));
+    }
+
+    #[test]
+    fn journal_round_trip_and_restore_rule() {
+        let d = std::env::temp_dir().join(format!("scx_floor_journal_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        let path = d.join("boosted.journal");
+        let j = Journal::open(&path).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            fs::metadata(&d).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let saved = SchedAttr {
+            size: 48,
+            sched_nice: -3,
+            sched_policy: 3,
+            sched_flags: 1,
+            ..Default::default()
+        };
+        let e = Entry {
+            tid: 42,
+            start: 777,
+            saved,
+        };
+        j.record(17, &e);
+        assert_eq!(j.entries(), vec![(17, e)]);
+        // another mapping of the same file (the guardian, a later start) sees it
+        let j2 = Journal::open(&path).unwrap();
+        assert_eq!(j2.entries(), vec![(17, e)]);
+        assert!(needs_restore(&e, Some(777), Some(SCHED_FIFO)));
+        assert!(needs_restore(&e, Some(777), Some(SCHED_DEADLINE)));
+        assert!(
+            !needs_restore(&e, Some(778), Some(SCHED_FIFO)),
+            "tid reused by another task"
+        );
+        assert!(!needs_restore(&e, None, None), "task gone");
+        assert!(
+            !needs_restore(&e, Some(777), Some(SCHED_OTHER)),
+            "already restored"
+        );
+        j.forget(17);
+        assert!(j2.entries().is_empty());
+        drop((j, j2));
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn replay_forgets_tasks_that_are_gone() {
+        let d = std::env::temp_dir().join(format!("scx_floor_replay_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        let j = Journal::open(&d.join("j")).unwrap();
+        // a tid that cannot exist (above pid_max's hard limit)
+        j.record(
+            0,
+            &Entry {
+                tid: 4_194_305,
+                start: 1,
+                saved: SchedAttr::default(),
+            },
+        );
+        assert_eq!(replay(&j), 0);
+        assert!(j.entries().is_empty());
+        drop(j);
+        fs::remove_dir_all(&d).unwrap();
+    }
+}

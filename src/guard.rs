@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The guardian: a small process forked before scx_floor changes anything.
+//! It blocks reading a pipe whose only writer is scx_floor; when scx_floor
+//! dies for any reason (SIGKILL included) the pipe closes, and the guardian
+//! replays the journals: every task still boosted gets its policy back and
+//! every kernel knob its saved value. After a normal exit the journals are
+//! empty and it just exits.
+//!
+//! It ignores SIGINT, SIGTERM and SIGHUP (a Ctrl-C reaches the whole process
+//! group; the guardian must outlive scx_floor, not die with it), runs at
+//! SCHED_FIFO 99 so that RT hogs cannot delay it, and is named
+//! `scx_floor-guard` so that `pkill -x scx_floor` does not hit it. If it is
+//! killed too, the next start of scx_floor replays the journals.
+
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
+
+use anyhow::{bail, Result};
+
+use crate::boost::{self, Journal};
+use crate::knobs::Knobs;
+
+/// Replays both journals under `state_dir`; returns (tasks, knobs) restored.
+pub fn replay_all(state_dir: &Path) -> (usize, usize) {
+    let tasks = Journal::open(&crate::policy::journal_path(state_dir))
+        .map(|j| boost::replay(&j))
+        .unwrap_or(0);
+    let knobs = Knobs::open(&state_dir.join("knobs"))
+        .map(|k| k.restore_all())
+        .unwrap_or(0);
+    (tasks, knobs)
+}
+
+/// Forks the guardian. The returned fd is the pipe's write end: keep it open
+/// for as long as anything may need restoring. Call while single-threaded.
+pub fn spawn(state_dir: &Path) -> Result<OwnedFd> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 fills two fds.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        bail!("pipe2: {}", std::io::Error::last_os_error());
+    }
+    let (rd, wr) = (fds[0], fds[1]);
+    // SAFETY: the caller is single-threaded (no locks can be held across fork).
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        bail!("fork: {}", std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: we own these fds in the child.
+        unsafe {
+            libc::close(wr);
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_IGN);
+            }
+            libc::prctl(
+                libc::PR_SET_NAME,
+                c"scx_floor-guard".as_ptr() as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+        }
+        let _ = boost::set_attr(
+            0,
+            &boost::SchedAttr {
+                sched_policy: boost::SCHED_FIFO,
+                sched_priority: 99,
+                ..Default::default()
+            },
+        );
+        let mut buf = [0u8; 64];
+        loop {
+            // SAFETY: reading into our own buffer.
+            let n = unsafe { libc::read(rd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+            if n == 0
+                || (n < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
+            {
+                break;
+            }
+        }
+        let (t, k) = replay_all(state_dir);
+        if t + k > 0 {
+            eprintln!("scx_floor-guard: scx_floor is gone; restored {t} boosted task(s) and {k} kernel knob(s)");
+        }
+        // SAFETY: leaving the child without running the parent's destructors.
+        unsafe { libc::_exit(0) };
+    }
+    // SAFETY: rd is ours; wr is returned as owned.
+    unsafe { libc::close(rd) };
+    Ok(unsafe { OwnedFd::from_raw_fd(wr) })
+}

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The one module that changes kernel knobs: the kernel's ext_server runtime
+//! per CPU (debugfs). Each original value is journaled before the first
+//! write and written back on every exit path (see `boost.rs` for the journal
+//! and the guardian that replays it after a SIGKILL).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::boost::{private_dir, write_atomic};
+
+/// debugfs directory of the kernel's sched_ext dl_server (Linux >= 6.17).
+pub const EXT_SERVER_DIR: &str = "/sys/kernel/debug/sched/ext_server";
+
+/// The ext_server runtime file of `cpu` under `dir`.
+pub fn ext_server_runtime(dir: &Path, cpu: usize) -> PathBuf {
+    dir.join(format!("cpu{cpu}/runtime"))
+}
+
+/// Saved knob values, journaled in a root-only directory.
+#[derive(Debug)]
+pub struct Knobs {
+    dir: PathBuf,
+}
+
+fn key_of(path: &Path) -> String {
+    path.to_string_lossy()
+        .trim_start_matches('/')
+        .replace('/', "%")
+}
+
+impl Knobs {
+    /// The knob journal in `dir` (created root-only if missing).
+    pub fn open(dir: &Path) -> Result<Self> {
+        private_dir(dir)?;
+        Ok(Knobs {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Writes `value` to `path`, journaling the original value first (an
+    /// already journaled original is kept: it is the one to restore).
+    /// Errors: the knob cannot be read or written; nothing is changed then.
+    pub fn set(&self, path: &Path, value: &str) -> Result<()> {
+        let entry = self.dir.join(key_of(path));
+        if !entry.exists() {
+            let orig =
+                fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            write_atomic(&entry, &format!("{}\n{}\n", path.display(), orig.trim()))?;
+        }
+        fs::write(path, value).with_context(|| format!("writing {value} to {}", path.display()))
+    }
+
+    /// Writes back every journaled value and forgets it. Returns the knobs
+    /// restored; failures are logged and kept in the journal.
+    pub fn restore_all(&self) -> usize {
+        let Ok(rd) = fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let mut n = 0;
+        for d in rd.flatten() {
+            let Ok(s) = fs::read_to_string(d.path()) else {
+                continue;
+            };
+            let mut lines = s.lines();
+            let (Some(path), Some(val)) = (lines.next(), lines.next()) else {
+                let _ = fs::remove_file(d.path());
+                continue;
+            };
+            match fs::write(path, val) {
+                Ok(()) => {
+                    n += 1;
+                    let _ = fs::remove_file(d.path());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    // the knob is gone (CPU offline, debugfs unmounted): nothing to restore
+                    let _ = fs::remove_file(d.path());
+                }
+                Err(e) => log::warn!("could not restore {path} to {val}: {e}"),
+            }
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_journals_the_first_original_and_restores_it() {
+        let base = std::env::temp_dir().join(format!("scx_floor_knobs_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let knob_dir = base.join("ext_server");
+        fs::create_dir_all(knob_dir.join("cpu1")).unwrap();
+        let knob = ext_server_runtime(&knob_dir, 1);
+        fs::write(&knob, "50000000\n").unwrap();
+        let k = Knobs::open(&base.join("journal")).unwrap();
+        k.set(&knob, "0").unwrap();
+        k.set(&knob, "0").unwrap(); // a second write keeps the first original
+        assert_eq!(fs::read_to_string(&knob).unwrap(), "0");
+        // a new Knobs on the same journal (as after a crash) restores it
+        let k2 = Knobs::open(&base.join("journal")).unwrap();
+        assert_eq!(k2.restore_all(), 1);
+        assert_eq!(fs::read_to_string(&knob).unwrap().trim(), "50000000");
+        assert_eq!(k2.restore_all(), 0, "journal emptied");
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_missing_knob_is_an_error_and_changes_nothing() {
+        let base =
+            std::env::temp_dir().join(format!("scx_floor_knobs_missing_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let k = Knobs::open(&base.join("journal")).unwrap();
+        assert!(k.set(&base.join("nope/runtime"), "0").is_err());
+        assert_eq!(fs::read_dir(base.join("journal")).unwrap().count(), 0);
+        fs::remove_dir_all(&base).unwrap();
+    }
+}

@@ -1,0 +1,687 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The policy loop: one real-time thread per served CPU, pinned to it, that
+//! steps that CPU's bandwidth server (`server.rs`) and carries out its boosts
+//! and restores (`boost.rs`); the main thread keeps the kernel's ext_server
+//! off while we serve (`knobs.rs`) and prints `--stats` at its normal policy.
+//!
+//! Why a thread on each served CPU rather than one loop on a free CPU: a boost
+//! or a restore done from another CPU takes effect only when the target CPU
+//! reschedules after an IPI. Measured in the project's VM (7.3.4, TCG, stock
+//! kernel, no sched_ext): 0.8 to 4 ms from sched_setattr() on CPU 0 to the
+//! boosted task running on CPU 1, and 1.3 to 2.4 ms from the restore to it
+//! stopping. Done on the CPU itself, from a local hrtimer wake-up, both are
+//! a plain local reschedule, and the budget is cut off with hrtimer
+//! precision — the way the kernel enforces its own dl_server, per CPU.
+//!
+//! The threads must never starve, or the floor they promise is gone:
+//! - Each runs at SCHED_FIFO 99 on its CPU (boosts go to at most 98): no
+//!   RT task below 99 can keep it from running. It sleeps until its next
+//!   event (period edge, zero-laxity activation, end of a boost) and runs
+//!   for microseconds, so the time it takes from the RT task is tiny. A
+//!   SCHED_FIFO 99 or SCHED_DEADLINE hog on a served CPU is above the server
+//!   (as it is above the kernel's RT throttling); the README says so.
+//! - All memory is locked (`mlockall(MCL_CURRENT | MCL_FUTURE)`): the loop is
+//!   small, so locking everything is simpler and safer than a locked-memory
+//!   allocator, and it also covers libbpf's and the std library's memory.
+//! - They never block on I/O: reports go to the main thread through a mutex
+//!   they only `try_lock`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use log::{debug, info, warn};
+use scx_utils::UserExitInfo;
+
+use crate::boost::{self, Entry, Journal, SchedAttr};
+use crate::knobs::{self, Knobs};
+use crate::sched::{monotonic_ns, online_cpus, BpfView, Scheduler};
+use crate::server::{Action, CpuServer, ServerConfig, TaskNow, Waiter, MAX_BOOSTED};
+use crate::stats::{self, CpuCounters, ServerRow};
+
+/// Where the journals live: root-only, gone at reboot (tmpfs).
+pub const STATE_DIR: &str = "/run/scx_floor";
+
+/// The journal of boosted tasks under `state_dir`.
+pub fn journal_path(state_dir: &std::path::Path) -> PathBuf {
+    state_dir.join("boosted.journal")
+}
+
+/// Which policy a boost uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BoostMode {
+    /// SCHED_DEADLINE, and SCHED_FIFO where the kernel refuses it
+    Auto,
+    /// SCHED_FIFO only
+    Fifo,
+    /// SCHED_DEADLINE only (a refused boost is counted and skipped)
+    Deadline,
+}
+
+/// The policy loop's settings.
+#[derive(Clone, Debug)]
+pub struct PolicyConfig {
+    /// the server, or None for no server of our own
+    pub server: Option<ServerConfig>,
+    /// CPUs served
+    pub cpus: Vec<usize>,
+    /// set the kernel's ext_server runtime to 0 on the served CPUs while we run
+    pub kernel_server_off: bool,
+    /// boost policy
+    pub boost_mode: BoostMode,
+    /// print stats this often
+    pub stats_every: Option<Duration>,
+    /// journals
+    pub state_dir: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct BoostCounts {
+    deadline: u64,
+    fifo: u64,
+    failed: u64,
+    /// server thread steps, their total and longest duration (ns)
+    steps: u64,
+    step_ns: u64,
+    step_max_ns: u64,
+    /// DL refused for a task pinned to this CPU: FIFO from now on
+    dl_refused: bool,
+}
+
+/// Longest sleep of a server thread, ns. It is woken earlier by the BPF side
+/// (starvation begins, a boosted task blocks) and by the stop eventfd.
+const MAX_SLEEP_NS: u64 = 1_000_000_000;
+
+/// Whether `tid` may run only on CPUs that a higher class holds now.
+fn all_allowed_hogged(tid: u32, hi: &BTreeMap<usize, bool>) -> bool {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::sched_getaffinity(
+            tid as libc::pid_t,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &mut set,
+        )
+    };
+    if r != 0 {
+        return false;
+    }
+    hi.iter()
+        .all(|(cpu, hogged)| *hogged || !unsafe { libc::CPU_ISSET(*cpu, &set) })
+}
+
+/// The tasks starving on `cpu`, oldest first. `online`: the CPUs online.
+fn waiters_of(cpu: usize, view: &BpfView, online: &[usize]) -> Vec<Waiter> {
+    let mut hi = BTreeMap::new();
+    for &c in online {
+        hi.insert(c, view.sample(c).1);
+    }
+    if !hi.get(&cpu).copied().unwrap_or(false) {
+        return Vec::new();
+    }
+    let mut v: Vec<(u64, Waiter)> = Vec::new();
+    for (tid, w) in view.waiters() {
+        if w.cpu as usize != cpu {
+            continue;
+        }
+        if w.pinned == 0 && !all_allowed_hogged(tid, &hi) {
+            continue; // it can run elsewhere: the dispatcher moves it
+        }
+        v.push((
+            w.since_ns,
+            Waiter {
+                pid: tid,
+                weight: w.weight,
+            },
+        ));
+    }
+    v.sort_by_key(|(since, w)| (*since, w.pid));
+    v.into_iter().map(|(_, w)| w).collect()
+}
+
+/// The server of one CPU and what it changed; lives in that CPU's thread.
+struct CpuAgent<'v> {
+    cpu: usize,
+    view: &'v BpfView,
+    mode: BoostMode,
+    server: CpuServer,
+    counts: BoostCounts,
+    hi_prio: u32,
+    journal: Journal,
+    /// boosted tid -> (its journal entry, its BPF slot)
+    boosted: HashMap<u32, (Entry, usize)>,
+    free_slots: Vec<usize>,
+    /// CPUs online, re-read every period (CPU hotplug)
+    online: Vec<usize>,
+}
+
+impl<'v> CpuAgent<'v> {
+    fn boost(&mut self, tid: u32, budget_ns: u64, period_ns: u64) -> Result<()> {
+        let Some(slot) = self.free_slots.pop() else {
+            anyhow::bail!("no free boost slot")
+        };
+        let entry = match boost::journal_before_boost(&self.journal, slot, tid) {
+            Ok(e) => e,
+            Err(e) => {
+                self.free_slots.push(slot);
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.view.boosted_add(tid, slot) {
+            self.journal.forget(slot);
+            self.free_slots.push(slot);
+            return Err(e);
+        }
+        let mut res = Err(std::io::Error::from_raw_os_error(libc::EPERM));
+        let mut kind_dl = false;
+        if self.mode == BoostMode::Deadline
+            || (self.mode == BoostMode::Auto && !self.counts.dl_refused)
+        {
+            res = boost::set_attr(tid, &boost::deadline_attr(budget_ns, period_ns));
+            kind_dl = res.is_ok();
+            // EPERM: the kernel refuses SCHED_DEADLINE to tasks pinned to
+            // fewer CPUs than their root domain while sched_rt_runtime_us >= 0;
+            // it will refuse the next one too.
+            if matches!(&res, Err(e) if e.raw_os_error() == Some(libc::EPERM))
+                && self.mode == BoostMode::Auto
+            {
+                self.counts.dl_refused = true;
+            }
+        }
+        if res.is_err() && self.mode != BoostMode::Deadline {
+            // SCHED_DEADLINE refused (EPERM: pinned while sched_rt_runtime_us
+            // >= 0; EBUSY: admission control): one above the CPU's RT hog.
+            res = boost::set_attr(tid, &boost::fifo_attr(self.hi_prio));
+        }
+        if let Err(e) = res {
+            self.view.boosted_del(tid);
+            self.journal.forget(slot);
+            self.free_slots.push(slot);
+            return Err(e).context("sched_setattr");
+        }
+        if kind_dl {
+            self.counts.deadline += 1;
+        } else {
+            self.counts.fifo += 1;
+        }
+        self.boosted.insert(tid, (entry, slot));
+        Ok(())
+    }
+
+    fn restore(&mut self, tid: u32) {
+        if let Some((e, slot)) = self.boosted.remove(&tid) {
+            match boost::set_attr(tid, &boost::restore_attr_of(&e.saved)) {
+                Ok(()) => {}
+                Err(err) if err.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(err) => warn!("restoring task {tid}: {err}"),
+            }
+            self.journal.forget(slot);
+            self.view.boosted_del(tid);
+            self.free_slots.push(slot);
+        }
+    }
+
+    fn restore_all(&mut self) {
+        let tids: Vec<u32> = self.boosted.keys().copied().collect();
+        for tid in tids {
+            self.restore(tid);
+        }
+        self.server.drop_all();
+    }
+
+    /// Steps the server once; returns when to step again (ns).
+    fn step(&mut self) -> u64 {
+        let (s, _, hi) = self.view.sample(self.cpu);
+        if hi.policy == boost::SCHED_FIFO || hi.policy == boost::SCHED_RR {
+            self.hi_prio = hi.prio;
+        }
+        let (cpu, view) = (self.cpu, self.view);
+        let boosted = &self.boosted;
+        let task = |pid: u32| {
+            let (_, slot) = boosted.get(&pid)?;
+            let (spid, runtime_ns, blocked) = view.slot(*slot);
+            (spid == pid).then_some(TaskNow {
+                runtime_ns,
+                runnable: !blocked,
+            })
+        };
+        let online = &self.online;
+        let (was_started, was_end) = (self.server.started(), self.server.period_end_ns());
+        let st = self.server.step(&s, task, || waiters_of(cpu, view, online));
+        if self.server.started() != was_started
+            || (was_started && self.server.period_end_ns() != was_end)
+        {
+            debug!("cpu {cpu}: t={:.3} server {} period ends {:.3}, delivered {:.3} ms, starved since {:.3}",
+                   s.now_ns as f64 / 1e6, if self.server.started() { "serving" } else { "idle" },
+                   self.server.period_end_ns() as f64 / 1e6, self.server.delivered_ns(&s) as f64 / 1e6, s.starved_since_ns as f64 / 1e6);
+        }
+        if self.server.wants_starve_kick(&view.sample(cpu).0) {
+            view.arm_starve_kick(cpu);
+        }
+        for a in st.actions {
+            match a {
+                Action::Boost {
+                    pid,
+                    budget_ns,
+                    period_ns,
+                } => {
+                    debug!("cpu {cpu}: t={:.3} boost {pid}, share {:.3} ms, owed {:.3} ms, period ends in {:.3} ms",
+                           s.now_ns as f64 / 1e6, budget_ns as f64 / 1e6, self.server.owed_ns(&s) as f64 / 1e6,
+                           (self.server.period_end_ns() as f64 - s.now_ns as f64) / 1e6);
+                    if let Err(e) = self.boost(pid, budget_ns, period_ns) {
+                        debug!("cpu {cpu}: boost of {pid} failed: {e:#}");
+                        view.forget_waiter(pid);
+                        self.counts.failed += 1;
+                        self.server.drop_boost(pid);
+                    }
+                }
+                Action::Restore { pid, why } => {
+                    debug!(
+                        "cpu {cpu}: t={:.3} restore {pid} ({why:?})",
+                        s.now_ns as f64 / 1e6
+                    );
+                    self.restore(pid);
+                }
+            }
+        }
+        st.next_ns
+    }
+
+    /// Whether any task boosted here can still run (memory reads only).
+    fn any_boost_runnable(&self) -> bool {
+        self.boosted.iter().any(|(pid, (_, slot))| {
+            let (spid, _, blocked) = self.view.slot(*slot);
+            spid == *pid && !blocked
+        })
+    }
+
+    fn row(&self) -> ServerRow {
+        let s = &self.server.stats;
+        ServerRow {
+            cpu: self.cpu,
+            periods: s.periods,
+            delivered_ms: s.last_period_delivered_ns as f64 / 1e6,
+            boosted_ms: s.last_period_boosted_ns as f64 / 1e6,
+            boosts_deadline: self.counts.deadline,
+            boosts_fifo: self.counts.fifo,
+            boosts_failed: self.counts.failed,
+            handed_over: s.handed_over,
+            overrun_p99_us: s.overrun.quantile_upper_ns(0.99).map(|v| v as f64 / 1e3),
+            overrun_max_us: s.max_overrun_ns as f64 / 1e3,
+            overrun_count: s.overrun.total(),
+            steps: self.counts.steps,
+            step_mean_us: if self.counts.steps > 0 {
+                self.counts.step_ns as f64 / self.counts.steps as f64 / 1e3
+            } else {
+                0.0
+            },
+            step_max_us: self.counts.step_max_ns as f64 / 1e3,
+        }
+    }
+}
+
+/// Raises the calling thread to SCHED_FIFO 99, then pins it to `cpu`. In
+/// that order: pinned first, at its normal policy, to a CPU an RT task hogs,
+/// it would never run again to raise itself.
+fn rt_setup(cpu: usize) -> Result<()> {
+    let a = SchedAttr {
+        sched_policy: boost::SCHED_FIFO,
+        sched_priority: 99,
+        sched_flags: boost::SCHED_FLAG_RESET_ON_FORK,
+        ..Default::default()
+    };
+    boost::set_attr(0, &a).context("sched_setattr(SCHED_FIFO 99) for the server thread")?;
+    // SAFETY: cpu_set_t is plain data.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        anyhow::bail!(
+            "pinning the server thread to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// Sleeps until `t_ns` (CLOCK_MONOTONIC) or until one of `fds` becomes
+/// readable, whichever comes first; returns whether `fds[0]` did. ppoll()
+/// takes a nanosecond timeout, and an RT task's poll timeout has no slack.
+fn sleep_until(t_ns: u64, fds: &[i32; 2]) -> bool {
+    let now = monotonic_ns();
+    if t_ns <= now {
+        return false;
+    }
+    let d = t_ns - now;
+    let ts = libc::timespec {
+        tv_sec: (d / 1_000_000_000) as i64,
+        tv_nsec: (d % 1_000_000_000) as i64,
+    };
+    let mut pfd = [
+        libc::pollfd {
+            fd: fds[0],
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: fds[1],
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // SAFETY: two valid pollfds; EINTR just ends the sleep early.
+    let n = unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+    n > 0 && pfd[0].revents != 0
+}
+
+/// An eventfd that tells the server threads to stop.
+struct StopFd(i32);
+
+impl StopFd {
+    fn new() -> Result<Self> {
+        // SAFETY: plain syscall.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            anyhow::bail!("eventfd: {}", std::io::Error::last_os_error());
+        }
+        Ok(StopFd(fd))
+    }
+    fn fire(&self) {
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes to our eventfd.
+        unsafe { libc::write(self.0, &one as *const u64 as *const libc::c_void, 8) };
+    }
+}
+
+impl Drop for StopFd {
+    fn drop(&mut self) {
+        // SAFETY: our fd.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// The thread of one served CPU: runs until `stop` or ejection, then
+/// restores what it boosted.
+fn serve_cpu(
+    cpu: usize,
+    view: &BpfView,
+    cfg: &PolicyConfig,
+    sc: ServerConfig,
+    stop: &AtomicBool,
+    stop_fd: i32,
+    report: &Mutex<ServerRow>,
+) -> Result<()> {
+    // Registered before it becomes RT: its own runs never count as a higher
+    // class taking the CPU.
+    // SAFETY: plain syscall.
+    view.register_agent(unsafe { libc::gettid() } as u32)?;
+    rt_setup(cpu)?;
+    let (s, _, _) = view.sample(cpu);
+    let mut a = CpuAgent {
+        cpu,
+        view,
+        mode: cfg.boost_mode,
+        server: CpuServer::idle(sc, &s),
+        counts: BoostCounts::default(),
+        hi_prio: 0,
+        journal: Journal::open(&journal_path(&cfg.state_dir))?,
+        boosted: HashMap::new(),
+        free_slots: (0..MAX_BOOSTED)
+            .rev()
+            .map(|i| cpu * MAX_BOOSTED + i)
+            .collect(),
+        online: online_cpus()?,
+    };
+    let wake = view.wake_ringbuf(cpu)?;
+    let mut rb = libbpf_rs::RingBufferBuilder::new();
+    rb.add(&wake, |_| 0)?;
+    let rb = rb.build()?;
+    let mut last_periods = 0;
+    while !stop.load(Ordering::Relaxed) && !view.exited() {
+        let t0 = monotonic_ns();
+        if a.server.stats.periods != last_periods {
+            last_periods = a.server.stats.periods;
+            a.online = online_cpus().unwrap_or_else(|_| a.online.clone());
+        }
+        let next = a.step();
+        let took = monotonic_ns() - t0;
+        a.counts.steps += 1;
+        a.counts.step_ns += took;
+        a.counts.step_max_ns = a.counts.step_max_ns.max(took);
+        if let Ok(mut r) = report.try_lock() {
+            *r = a.row();
+        }
+        let mut deadline = next.min(monotonic_ns() + MAX_SLEEP_NS);
+        while sleep_until(deadline, &[rb.epoll_fd(), stop_fd]) {
+            let _ = rb.consume();
+            // A boosted task blocked. While another boosted task can run,
+            // the kernel has already handed it the CPU: the share of the one
+            // that blocked is redistributed at the next timed step. Only when
+            // none can run is a step needed now (to boost the next waiters).
+            if !a.server.started() || !a.any_boost_runnable() {
+                break;
+            }
+            deadline = deadline.max(monotonic_ns());
+        }
+    }
+    a.restore_all();
+    *report.lock().unwrap_or_else(|e| e.into_inner()) = a.row();
+    Ok(())
+}
+
+fn snapshot(view: &BpfView) -> (u64, Vec<(usize, CpuCounters)>) {
+    let t = monotonic_ns();
+    (
+        t,
+        online_cpus()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| (c, view.counters(c)))
+            .collect(),
+    )
+}
+
+fn report(
+    view: &BpfView,
+    last: &mut Option<(u64, Vec<(usize, CpuCounters)>)>,
+    every: Duration,
+    reports: &[Mutex<ServerRow>],
+) {
+    let now = snapshot(view);
+    if let Some((t0, prev)) = last {
+        let rows: Vec<_> = now
+            .1
+            .iter()
+            .filter_map(|(cpu, b)| {
+                prev.iter()
+                    .find(|(c, _)| c == cpu)
+                    .map(|(_, a)| stats::interval(*cpu, a, *t0, b, now.0))
+            })
+            .collect();
+        let mut s = format!(
+            "per-CPU accounting over the last {:.1} s:\n{}",
+            every.as_secs_f64(),
+            stats::format_table(&rows)
+        );
+        let srows: Vec<ServerRow> = reports
+            .iter()
+            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect();
+        if !srows.is_empty() {
+            s += &stats::format_server_table(&srows);
+        }
+        info!("{s}");
+    }
+    *last = Some(now);
+}
+
+/// Runs the servers until `shutdown` is set or the kernel ejects the
+/// scheduler; restores everything; returns the kernel's exit report.
+pub fn run(
+    sched: &mut Scheduler,
+    cfg: PolicyConfig,
+    shutdown: &AtomicBool,
+) -> Result<UserExitInfo> {
+    let view = sched.view()?;
+    let knobs = Knobs::open(&cfg.state_dir.join("knobs"))?;
+    let result = run_servers(&view, &cfg, &knobs, shutdown);
+    // Every exit path: knobs back, journal replayed (threads restored their own).
+    let k = knobs.restore_all();
+    let t = Journal::open(&journal_path(&cfg.state_dir))
+        .map(|j| boost::replay(&j))
+        .unwrap_or(0);
+    if k > 0 {
+        info!("restored {k} kernel knob(s)");
+    }
+    if t > 0 {
+        warn!("restored {t} task(s) from the journal");
+    }
+    // SAFETY: plain syscall.
+    unsafe { libc::munlockall() };
+    result?;
+    if shutdown.load(Ordering::Relaxed) {
+        info!("signal received: unloading");
+    }
+    sched.finish()
+}
+
+fn run_servers(
+    view: &BpfView,
+    cfg: &PolicyConfig,
+    knobs: &Knobs,
+    shutdown: &AtomicBool,
+) -> Result<()> {
+    if let Some(sc) = cfg.server {
+        if cfg.kernel_server_off {
+            let dir = std::path::Path::new(knobs::EXT_SERVER_DIR);
+            if dir.exists() {
+                for &cpu in &cfg.cpus {
+                    knobs.set(&knobs::ext_server_runtime(dir, cpu), "0")?;
+                }
+                info!(
+                    "kernel ext_server runtime set to 0 on CPUs {:?} (restored on exit)",
+                    cfg.cpus
+                );
+            } else {
+                warn!("{} not found (debugfs not mounted, or no ext_server in this kernel): left alone", knobs::EXT_SERVER_DIR);
+            }
+        }
+        info!(
+            "bandwidth server: {} us every {} us on CPUs {:?}, boost {:?}",
+            sc.runtime_ns / 1000,
+            sc.period_ns / 1000,
+            cfg.cpus,
+            cfg.boost_mode
+        );
+        // SAFETY: plain syscall.
+        if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
+            warn!(
+                "mlockall: {} (the server threads may page-fault)",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    let stop = AtomicBool::new(false);
+    let stop_fd = StopFd::new()?;
+    let reports: Vec<Mutex<ServerRow>> = if cfg.server.is_some() {
+        cfg.cpus
+            .iter()
+            .map(|c| {
+                Mutex::new(ServerRow {
+                    cpu: *c,
+                    ..Default::default()
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    std::thread::scope(|s| -> Result<()> {
+        let mut handles = Vec::new();
+        if let Some(sc) = cfg.server {
+            for (i, &cpu) in cfg.cpus.iter().enumerate() {
+                let (stop, report, fd) = (&stop, &reports[i], stop_fd.0);
+                let h = std::thread::Builder::new()
+                    .name(format!("scx_floor/{cpu}"))
+                    .spawn_scoped(s, move || serve_cpu(cpu, view, cfg, sc, stop, fd, report))?;
+                handles.push(h);
+            }
+        }
+        let mut last = cfg.stats_every.map(|_| snapshot(view));
+        let mut next_stats = cfg
+            .stats_every
+            .map(|d| monotonic_ns() + d.as_nanos() as u64);
+        let mut failed = None;
+        while !shutdown.load(Ordering::Relaxed) && !view.exited() {
+            if let Some(h) = handles.iter().position(|h| h.is_finished()) {
+                failed = Some(handles.swap_remove(h).join());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            if let (Some(t), Some(every)) = (next_stats, cfg.stats_every) {
+                if monotonic_ns() >= t {
+                    next_stats = Some(t + every.as_nanos() as u64);
+                    report(view, &mut last, every, &reports);
+                }
+            }
+        }
+        if view.exited() {
+            warn!("the kernel ejected scx_floor: restoring boosted tasks and knobs");
+        }
+        stop.store(true, Ordering::Relaxed);
+        stop_fd.fire();
+        for h in handles {
+            match h.join() {
+                Ok(Err(e)) => warn!("server thread: {e:#}"),
+                Err(_) => warn!("a server thread panicked"),
+                Ok(Ok(())) => {}
+            }
+        }
+        match failed {
+            Some(Ok(Err(e))) => Err(e.context("a server thread stopped")),
+            Some(Err(_)) => Err(anyhow::anyhow!("a server thread panicked")),
+            _ => Ok(()),
+        }
+    })
+}
+
+/// The CPUs to serve: `list` (a cpulist such as "1,3-5") or all online CPUs.
+/// Errors: a malformed list, or a CPU that does not exist or is offline.
+pub fn served_cpus(list: Option<&str>) -> Result<Vec<usize>> {
+    let online = online_cpus()?;
+    let Some(l) = list else { return Ok(online) };
+    let want = scx_utils::read_cpulist(l)
+        .with_context(|| format!("--server-cpus '{l}' is not a CPU list"))?;
+    check_cpus(&want, &online)?;
+    Ok(want)
+}
+
+/// Fails unless every CPU of `want` is in `online`.
+pub fn check_cpus(want: &[usize], online: &[usize]) -> Result<()> {
+    if want.is_empty() {
+        anyhow::bail!("--server-cpus names no CPU");
+    }
+    for c in want {
+        if !online.contains(c) {
+            anyhow::bail!(
+                "--server-cpus: CPU {c} does not exist or is offline (online: {online:?})"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert!(check_cpus(&[0, 1], &[0, 1, 2]).is_ok());
+        let e = check_cpus(&[7], &[0, 1]).unwrap_err().to_string();
+        assert!(e.contains("CPU 7 does not exist"), "{e}");
+        assert!(check_cpus(&[], &[0]).is_err());
+    }
+}

@@ -1,0 +1,853 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The bandwidth server of one CPU: a pure state machine, time and counters
+//! in, actions out. No syscalls here; `policy.rs` carries the actions out.
+//!
+//! Semantics follow the kernel's deferred dl_server (kernel/sched/deadline.c,
+//! "deferrable server", used for the fair_server since 6.12): the server has
+//! `runtime_ns` of budget every `period_ns`; it stays off while normal tasks
+//! get their share on their own, and activates at *zero laxity* — when the
+//! budget still owed equals the time left in the period — so that it never
+//! takes time from RT tasks that normal work did not need.
+//!
+//! Differences from the kernel's server, by design:
+//! - The server starts when normal tasks start to starve on the CPU (a higher
+//!   class took it while they waited), like the kernel's dl_server starting at
+//!   the first enqueue; periods follow from that moment. It stops after a
+//!   period in which normal tasks got their budget on their own and nothing
+//!   starves, and starts afresh at the next starvation.
+//! - "Delivered" is all normal-task run time on the CPU in the period (own runs
+//!   plus boosted runs), as the BPF side measures it.
+//! - The activation comes `margin_ns` before zero laxity, to absorb the
+//!   server thread's own wake-up and boost latency.
+//! - The server does not run tasks itself: it boosts the starving tasks above
+//!   the CPU's RT hog, all at once, each with a share of what is owed by
+//!   weight, and gives each its policy back when its share is used. Boosted
+//!   tasks run one after another (same priority); one that blocks lets the
+//!   next run at once, and its unused share goes to the others.
+
+use crate::hist::Hist;
+
+/// Budget and timing of a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// budget per period, ns (the kernel's dl_server runtime)
+    pub runtime_ns: u64,
+    /// period, ns
+    pub period_ns: u64,
+    /// activate this long before zero laxity, ns
+    pub margin_ns: u64,
+}
+
+/// How long before zero laxity the server activates, ns: 2 ms plus a quarter
+/// of the runtime, never more than the period leaves. While boosted tasks run,
+/// interrupts, other RT threads above the boost and the server's own steps
+/// still take the CPU now and then (about 10% of the time in the project's
+/// emulated VM, ~1% on hardware); starting that much earlier lets the whole
+/// budget land inside the period. The RT task loses no more time for it, only
+/// earlier in the period.
+pub fn activation_margin_ns(runtime_ns: u64, period_ns: u64) -> u64 {
+    (2_000_000 + runtime_ns / 4).min(period_ns.saturating_sub(runtime_ns))
+}
+
+/// How often an idle server looks for starvation by itself, ns (the BPF side
+/// normally wakes it first).
+pub const IDLE_RECHECK_NS: u64 = 1_000_000_000;
+
+/// Smallest budget worth a boost, ns: below it the switch costs more.
+pub const MIN_BOOST_NS: u64 = 1_000;
+
+/// A reading of the CPU's BPF counters (see `floor_cpu_stat`), ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// CLOCK_MONOTONIC now
+    pub now_ns: u64,
+    /// normal-task run time, closed runs, boosted ones included
+    pub normal_runtime_ns: u64,
+    /// boosted run time, closed runs
+    pub boosted_runtime_ns: u64,
+    /// start of the boosted run in progress, or 0
+    pub boost_since_ns: u64,
+    /// start of the CPU's open starvation interval, or 0
+    pub starved_since_ns: u64,
+}
+
+impl Sample {
+    fn open_boost(&self) -> u64 {
+        if self.boost_since_ns != 0 && self.now_ns > self.boost_since_ns {
+            self.now_ns - self.boost_since_ns
+        } else {
+            0
+        }
+    }
+    /// Normal run time including the boosted run in progress.
+    pub fn delivered(&self) -> u64 {
+        self.normal_runtime_ns + self.open_boost()
+    }
+    /// Boosted run time including the run in progress.
+    pub fn boosted(&self) -> u64 {
+        self.boosted_runtime_ns + self.open_boost()
+    }
+}
+
+/// A normal task starving on this CPU (it cannot run anywhere else now).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiter {
+    /// thread id
+    pub pid: u32,
+    /// sched_ext weight, 100 = nice 0
+    pub weight: u32,
+}
+
+/// A boosted task as the server sees it at a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskNow {
+    /// its total run time (ns; /proc/PID/schedstat field 1)
+    pub runtime_ns: u64,
+    /// runnable (running or waiting for the CPU), not blocked
+    pub runnable: bool,
+}
+
+/// Why a boost ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestoreWhy {
+    /// its share of the budget is used up
+    Exhausted,
+    /// it blocked or exited: its unused share goes to the other boosted tasks
+    Blocked,
+    /// the period ended: the budget is replenished, the server defers again
+    PeriodEnd,
+}
+
+/// What the server wants done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Boost `pid` above the RT tasks on this CPU, allowed `budget_ns` of run
+    /// time (SCHED_DEADLINE runtime = budget, deadline = period = `period_ns`,
+    /// or SCHED_FIFO); the server restores it when the share is used.
+    Boost {
+        /// thread id
+        pid: u32,
+        /// run time allowed, ns
+        budget_ns: u64,
+        /// server period, ns (for SCHED_DEADLINE)
+        period_ns: u64,
+    },
+    /// Give `pid` its own policy back.
+    Restore {
+        /// thread id
+        pid: u32,
+        /// why
+        why: RestoreWhy,
+    },
+}
+
+/// The result of one step.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    /// to carry out now, in order
+    pub actions: Vec<Action>,
+    /// when (CLOCK_MONOTONIC ns) the server must be stepped again at the latest
+    pub next_ns: u64,
+}
+
+/// A boost in progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActiveBoost {
+    /// thread id
+    pub pid: u32,
+    /// weight, 100 = nice 0
+    pub weight: u32,
+    /// its run time when the boost began, ns (0 when `task` counts from the boost)
+    pub base_ns: u64,
+    /// run time allowed since the boost began, ns
+    pub share_ns: u64,
+}
+
+/// What the server has done, since it started.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ServerStats {
+    /// periods completed
+    pub periods: u64,
+    /// boosts issued
+    pub boosts: u64,
+    /// boosts that ended because the task blocked
+    pub handed_over: u64,
+    /// overruns of boosts that ran past their share, ns
+    pub overrun: Hist,
+    /// boosts whose end was measured (overrun or not)
+    pub ended: u64,
+    /// largest overrun, ns
+    pub max_overrun_ns: u64,
+    /// normal run time delivered in the last complete period, ns
+    pub last_period_delivered_ns: u64,
+    /// boosted run time in the last complete period, ns
+    pub last_period_boosted_ns: u64,
+}
+
+fn restores_in(st: &Step) -> Vec<u32> {
+    st.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Restore { pid, .. } => Some(*pid),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Most tasks boosted at once on one CPU (`FLOOR_SLOTS_PER_CPU`).
+pub const MAX_BOOSTED: usize = crate::bpf_intf::floor_consts_FLOOR_SLOTS_PER_CPU as usize;
+
+/// The server of one CPU.
+#[derive(Clone, Debug)]
+pub struct CpuServer {
+    cfg: ServerConfig,
+    period_start_ns: u64,
+    delivered_base_ns: u64,
+    boosted_base_ns: u64,
+    active: Vec<ActiveBoost>,
+    /// tasks that used their whole share this period: not boosted again in
+    /// it while others starve
+    exhausted: Vec<u32>,
+    /// serving (periods running); false: idle until normal tasks starve
+    started: bool,
+    /// the period in which each task was last boosted: the least recently
+    /// served go first when more starve than can be boosted at once
+    served_in: std::collections::HashMap<u32, u64>,
+    /// counters
+    pub stats: ServerStats,
+}
+
+impl CpuServer {
+    /// A server that stays idle until normal tasks starve on its CPU.
+    pub fn idle(cfg: ServerConfig, s: &Sample) -> Self {
+        CpuServer {
+            started: false,
+            ..Self::new(cfg, s)
+        }
+    }
+
+    /// A server whose first period starts at `s.now_ns`.
+    pub fn new(cfg: ServerConfig, s: &Sample) -> Self {
+        assert!(cfg.period_ns > 0 && cfg.runtime_ns <= cfg.period_ns);
+        CpuServer {
+            cfg,
+            period_start_ns: s.now_ns,
+            delivered_base_ns: s.delivered(),
+            boosted_base_ns: s.boosted(),
+            active: Vec::new(),
+            exhausted: Vec::new(),
+            started: true,
+            served_in: std::collections::HashMap::new(),
+            stats: ServerStats::default(),
+        }
+    }
+
+    /// Whether the server is serving (false: idle until starvation).
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// Whether the server wants to be woken when starvation begins: it is
+    /// idle, or nothing is owed in this period (see the restart rule).
+    pub fn wants_starve_kick(&self, s: &Sample) -> bool {
+        !self.started || (self.active.is_empty() && self.owed_ns(s) == 0)
+    }
+
+    /// The boosts in progress.
+    #[cfg(test)]
+    pub fn active(&self) -> &[ActiveBoost] {
+        &self.active
+    }
+
+    /// End of the current period, ns.
+    pub fn period_end_ns(&self) -> u64 {
+        self.period_start_ns + self.cfg.period_ns
+    }
+
+    /// Normal run time delivered so far in this period, ns.
+    pub fn delivered_ns(&self, s: &Sample) -> u64 {
+        s.delivered().saturating_sub(self.delivered_base_ns)
+    }
+
+    /// Budget still owed in this period, ns.
+    pub fn owed_ns(&self, s: &Sample) -> u64 {
+        self.cfg.runtime_ns.saturating_sub(self.delivered_ns(s))
+    }
+
+    fn end_boost(&mut self, a: &ActiveBoost, used: u64, why: RestoreWhy, out: &mut Step) {
+        let over = used.saturating_sub(a.share_ns);
+        if why != RestoreWhy::Blocked {
+            if over > 0 {
+                self.stats.overrun.record(over);
+            }
+            self.stats.ended += 1;
+            self.stats.max_overrun_ns = self.stats.max_overrun_ns.max(over);
+        } else {
+            self.stats.handed_over += 1;
+        }
+        out.actions.push(Action::Restore { pid: a.pid, why });
+    }
+
+    /// Advances the server to `s.now_ns`. `task` tells a boosted task's run
+    /// time since its boost began and its state (None: it is gone);
+    /// `waiters` is called (at most once) only when the server needs the
+    /// tasks starving on this CPU.
+    ///
+    /// The step runs on the served CPU, so no boosted task runs during it:
+    /// the run times it reads are final for the tasks it restores.
+    pub fn step(
+        &mut self,
+        s: &Sample,
+        task: impl Fn(u32) -> Option<TaskNow>,
+        mut waiters: impl FnMut() -> Vec<Waiter>,
+    ) -> Step {
+        let now = s.now_ns;
+        let mut out = Step::default();
+
+        if !self.started {
+            if s.starved_since_ns == 0 {
+                // Idle: the BPF side wakes the server when starvation begins.
+                out.next_ns = now + IDLE_RECHECK_NS;
+                return out;
+            }
+            self.started = true;
+            self.period_start_ns = s.starved_since_ns.min(now);
+            self.delivered_base_ns = s.delivered();
+            self.boosted_base_ns = s.boosted();
+            self.exhausted.clear();
+            if out.actions.is_empty()
+                && s.starved_since_ns == 0
+                && self.stats.last_period_delivered_ns >= self.cfg.runtime_ns
+            {
+                // Normal tasks got their budget on their own and nothing
+                // starves: stop until the next starvation.
+                self.started = false;
+                out.next_ns = now + IDLE_RECHECK_NS;
+                return out;
+            }
+        }
+
+        // A new starvation while nothing is owed and nothing is boosted
+        // (normal tasks had their budget on their own before the hog came):
+        // the period restarts at the starvation, so that the first service
+        // comes within one period of it. Boosts per period stay <= runtime.
+        if self.active.is_empty()
+            && s.boosted() == self.boosted_base_ns
+            && s.starved_since_ns > self.period_start_ns
+            && s.starved_since_ns <= now
+            && now < self.period_end_ns()
+            && self.owed_ns(s) == 0
+        {
+            self.period_start_ns = s.starved_since_ns;
+            self.delivered_base_ns = s.delivered();
+            self.boosted_base_ns = s.boosted();
+            self.exhausted.clear();
+        }
+
+        // Period edge: everything boosted gives its policy back; replenish.
+        if now >= self.period_end_ns() {
+            for a in std::mem::take(&mut self.active) {
+                let used = task(a.pid)
+                    .map(|t| t.runtime_ns.saturating_sub(a.base_ns))
+                    .unwrap_or(0);
+                self.end_boost(&a, used, RestoreWhy::PeriodEnd, &mut out);
+            }
+            self.stats.last_period_delivered_ns =
+                s.delivered().saturating_sub(self.delivered_base_ns);
+            self.stats.last_period_boosted_ns = s.boosted().saturating_sub(self.boosted_base_ns);
+            let n = (now - self.period_start_ns) / self.cfg.period_ns;
+            self.stats.periods += n;
+            self.period_start_ns += n * self.cfg.period_ns;
+            self.delivered_base_ns = s.delivered();
+            self.boosted_base_ns = s.boosted();
+            self.exhausted.clear();
+            if out.actions.is_empty()
+                && s.starved_since_ns == 0
+                && self.stats.last_period_delivered_ns >= self.cfg.runtime_ns
+            {
+                // Normal tasks got their budget on their own and nothing
+                // starves: stop until the next starvation.
+                self.started = false;
+                out.next_ns = now + IDLE_RECHECK_NS;
+                return out;
+            }
+            // forget tasks not served for a while (bounded memory)
+            let p = self.stats.periods;
+            self.served_in
+                .retain(|_, last| p.saturating_sub(*last) < 64);
+        }
+        let end = self.period_end_ns();
+        let owed = self.owed_ns(s);
+
+        // Boosts in progress: end those that blocked or used their share.
+        let mut keep: Vec<(ActiveBoost, u64)> = Vec::new();
+        for a in std::mem::take(&mut self.active) {
+            match task(a.pid) {
+                Some(t) if t.runnable => {
+                    let used = t.runtime_ns.saturating_sub(a.base_ns);
+                    if used >= a.share_ns || owed < MIN_BOOST_NS {
+                        self.end_boost(&a, used, RestoreWhy::Exhausted, &mut out);
+                        self.exhausted.push(a.pid);
+                    } else {
+                        keep.push((a, used));
+                    }
+                }
+                other => {
+                    let used = other
+                        .map(|t| t.runtime_ns.saturating_sub(a.base_ns))
+                        .unwrap_or(0);
+                    self.end_boost(&a, used, RestoreWhy::Blocked, &mut out);
+                }
+            }
+        }
+
+        if owed < MIN_BOOST_NS {
+            out.next_ns = end;
+            return out;
+        }
+        // Zero laxity: the latest start that still delivers what is owed.
+        let activate_at = end.saturating_sub(owed + self.cfg.margin_ns);
+        if keep.is_empty() && now < activate_at {
+            out.next_ns = activate_at;
+            return out;
+        }
+
+        // What the boosted tasks may still run adds up to at most what is owed.
+        let mut allotted: u64 = keep.iter().map(|(a, used)| a.share_ns - used).sum();
+        if allotted > owed {
+            for (a, used) in keep.iter_mut() {
+                let rest = ((a.share_ns - *used) as u128 * owed as u128 / allotted as u128) as u64;
+                a.share_ns = *used + rest;
+            }
+            allotted = keep.iter().map(|(a, used)| a.share_ns - used).sum();
+        }
+        let mut pool = owed - allotted;
+
+        // Newly starving tasks join with a share of what is not allotted;
+        // those that used their share already only when nobody else starves.
+        if pool >= MIN_BOOST_NS {
+            let restored: Vec<u32> = restores_in(&out);
+            let mut ws: Vec<Waiter> = waiters()
+                .into_iter()
+                .filter(|w| !restored.contains(&w.pid))
+                .collect();
+            ws.sort_by_key(|w| self.served_in.get(&w.pid).map_or(0, |p| p + 1));
+            let fresh = ws.iter().any(|w| !self.exhausted.contains(&w.pid));
+            for w in ws {
+                if keep.len() >= MAX_BOOSTED {
+                    break;
+                }
+                if keep.iter().any(|(a, _)| a.pid == w.pid)
+                    || (fresh && self.exhausted.contains(&w.pid))
+                {
+                    continue;
+                }
+                let a = ActiveBoost {
+                    pid: w.pid,
+                    weight: w.weight.max(1),
+                    base_ns: 0,
+                    share_ns: 0,
+                };
+                keep.push((a, 0));
+                self.served_in.insert(w.pid, self.stats.periods);
+                self.stats.boosts += 1;
+                out.actions.push(Action::Boost {
+                    pid: w.pid,
+                    budget_ns: 0,
+                    period_ns: self.cfg.period_ns,
+                });
+            }
+            // The pool is shared by weight among all boosted tasks (a task
+            // that blocked left its unused share in it).
+            let total_w: u64 = keep.iter().map(|(a, _)| a.weight as u64).sum();
+            if total_w > 0 {
+                for (a, _) in keep.iter_mut() {
+                    a.share_ns += (pool as u128 * a.weight as u128 / total_w as u128) as u64;
+                }
+                pool = 0;
+            }
+        }
+        let _ = pool;
+        if keep.is_empty() {
+            // Nothing starving now; look again soon (a hog may start).
+            out.next_ns = (now + self.cfg.margin_ns.max(1_000_000)).min(end);
+            return out;
+        }
+        // The earliest any of them can use up its share.
+        let mut next = end;
+        for (a, used) in &keep {
+            next = next.min(now + (a.share_ns - used).max(1));
+        }
+        for act in out.actions.iter_mut() {
+            if let Action::Boost { pid, budget_ns, .. } = act {
+                if let Some((a, _)) = keep.iter().find(|(a, _)| a.pid == *pid) {
+                    *budget_ns = a.share_ns;
+                }
+            }
+        }
+        self.active = keep.into_iter().map(|(a, _)| a).collect();
+        out.next_ns = next;
+        out
+    }
+
+    /// Forgets the boost of `pid` without restoring (the caller found it
+    /// could not be boosted).
+    pub fn drop_boost(&mut self, pid: u32) {
+        self.active.retain(|a| a.pid != pid);
+    }
+
+    /// Forgets every boost (the caller restored them).
+    pub fn drop_all(&mut self) {
+        self.active.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+
+    const MS: u64 = 1_000_000;
+
+    fn cfg(runtime_ms: u64) -> ServerConfig {
+        ServerConfig {
+            runtime_ns: runtime_ms * MS,
+            period_ns: 1000 * MS,
+            margin_ns: 2 * MS,
+        }
+    }
+
+    fn at(now_ms: u64, normal_ms: u64, boosted_ms: u64) -> Sample {
+        Sample {
+            now_ns: now_ms * MS,
+            normal_runtime_ns: normal_ms * MS,
+            boosted_runtime_ns: boosted_ms * MS,
+            boost_since_ns: 0,
+            starved_since_ns: 0,
+        }
+    }
+
+    fn w(pid: u32, weight: u32) -> Waiter {
+        Waiter { pid, weight }
+    }
+
+    /// Tasks: pid -> (run time ns, runnable).
+    struct Tasks(RefCell<HashMap<u32, (u64, bool)>>);
+    impl Tasks {
+        fn new(pids: &[u32]) -> Self {
+            Tasks(RefCell::new(pids.iter().map(|p| (*p, (0, true))).collect()))
+        }
+        fn run(&self, pid: u32, ns: u64) {
+            self.0.borrow_mut().get_mut(&pid).unwrap().0 += ns;
+        }
+        fn block(&self, pid: u32) {
+            self.0.borrow_mut().get_mut(&pid).unwrap().1 = false;
+        }
+        fn get(&self, pid: u32) -> Option<TaskNow> {
+            self.0.borrow().get(&pid).map(|(r, ok)| TaskNow {
+                runtime_ns: *r,
+                runnable: *ok,
+            })
+        }
+    }
+
+    fn boosts(st: &Step) -> Vec<(u32, u64)> {
+        st.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Boost { pid, budget_ns, .. } => Some((*pid, *budget_ns)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn restores(st: &Step) -> Vec<(u32, RestoreWhy)> {
+        st.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Restore { pid, why } => Some((*pid, *why)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn idles_without_starvation_and_starts_when_it_begins() {
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        // a whole period in which normal tasks ran 600 ms: the server stops
+        let st = s.step(
+            &at(1000, 600, 0),
+            |p| t.get(p),
+            || panic!("no waiters needed"),
+        );
+        assert_eq!(st.next_ns, 1000 * MS + IDLE_RECHECK_NS);
+        let st = s.step(&at(1500, 900, 0), |p| t.get(p), || panic!("idle"));
+        assert!(st.actions.is_empty());
+        // starvation began at 1700 ms: the first period runs 1700..2700 ms
+        let smp = Sample {
+            starved_since_ns: 1700 * MS,
+            ..at(1710, 900, 0)
+        };
+        let st = s.step(&smp, |p| t.get(p), || panic!("not yet"));
+        assert_eq!(s.period_end_ns(), 2700 * MS);
+        assert_eq!(st.next_ns, 2648 * MS, "zero laxity minus the 2 ms margin");
+    }
+
+    #[test]
+    fn restarts_the_period_when_starvation_begins_with_nothing_owed() {
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        // normal tasks ran 300 ms on their own, then a hog came at 400 ms
+        let smp = Sample {
+            starved_since_ns: 400 * MS,
+            ..at(410, 300, 0)
+        };
+        let st = s.step(&smp, |p| t.get(p), || panic!("not yet"));
+        assert_eq!(s.period_end_ns(), 1400 * MS);
+        assert_eq!(st.next_ns, 1400 * MS - 52 * MS);
+        // with something owed, no restart: the period stays
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        let smp = Sample {
+            starved_since_ns: 400 * MS,
+            ..at(410, 10, 0)
+        };
+        s.step(&smp, |p| t.get(p), || panic!("not yet"));
+        assert_eq!(s.period_end_ns(), 1000 * MS);
+    }
+
+    #[test]
+    fn margin() {
+        assert_eq!(activation_margin_ns(50 * MS, 1000 * MS), 14_500_000);
+        assert_eq!(activation_margin_ns(20_000, 1000 * MS), 2_005_000);
+        assert_eq!(activation_margin_ns(990 * MS, 1000 * MS), 10 * MS);
+        assert_eq!(activation_margin_ns(1000 * MS, 1000 * MS), 0);
+    }
+
+    #[test]
+    fn defers_while_normal_tasks_get_their_share() {
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        // 60 ms delivered on their own by t=500: nothing owed, nothing done.
+        let st = s.step(
+            &at(500, 60, 0),
+            |p| t.get(p),
+            || panic!("waiters not needed"),
+        );
+        assert!(st.actions.is_empty());
+        assert_eq!(st.next_ns, 1000 * MS, "sleeps to the period end");
+    }
+
+    #[test]
+    fn activates_at_zero_laxity_minus_margin() {
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        let st = s.step(&at(100, 10, 0), |p| t.get(p), || panic!("not yet"));
+        // owed 40 ms: activate at 1000 - 40 - 2 = 958 ms
+        assert_eq!(st.next_ns, 958 * MS);
+        assert!(st.actions.is_empty());
+        let st = s.step(&at(958, 10, 0), |p| t.get(p), || vec![w(7, 100)]);
+        assert_eq!(
+            st.actions,
+            vec![Action::Boost {
+                pid: 7,
+                budget_ns: 40 * MS,
+                period_ns: 1000 * MS
+            }]
+        );
+        assert_eq!(st.next_ns, 998 * MS);
+    }
+
+    #[test]
+    fn throttles_when_the_share_is_used_and_measures_overrun() {
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        // woken 30 ms later: 30 ms used, 20 to go
+        t.run(7, 30 * MS);
+        let st = s.step(&at(978, 30, 30), |p| t.get(p), || vec![w(7, 100)]);
+        assert!(st.actions.is_empty());
+        assert_eq!(st.next_ns, 998 * MS);
+        // woken late: 50.3 ms used -> restored, 0.3 ms overrun
+        t.run(7, 20 * MS + 300_000);
+        let smp = Sample {
+            now_ns: 998 * MS + 300_000,
+            normal_runtime_ns: 50 * MS + 300_000,
+            boosted_runtime_ns: 50 * MS + 300_000,
+            ..Default::default()
+        };
+        let st = s.step(&smp, |p| t.get(p), || panic!("nothing owed"));
+        assert_eq!(restores(&st), vec![(7, RestoreWhy::Exhausted)]);
+        assert_eq!(s.stats.max_overrun_ns, 300_000);
+        assert_eq!(s.stats.overrun.total(), 1);
+        assert!(s.active().is_empty());
+        assert_eq!(st.next_ns, 1000 * MS);
+    }
+
+    #[test]
+    fn replenishes_at_the_period_edge() {
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        t.run(7, 40 * MS); // preempted by a higher RT task: only 40 of 50 used
+        let st = s.step(&at(1000, 40, 40), |p| t.get(p), Vec::new);
+        assert_eq!(restores(&st), vec![(7, RestoreWhy::PeriodEnd)]);
+        assert_eq!(s.stats.periods, 1);
+        assert_eq!(s.stats.last_period_delivered_ns, 40 * MS);
+        assert_eq!(s.stats.last_period_boosted_ns, 40 * MS);
+        assert_eq!(s.owed_ns(&at(1000, 40, 40)), 50 * MS);
+        assert_eq!(st.next_ns, 1948 * MS, "deferred again in the new period");
+    }
+
+    #[test]
+    fn skips_several_periods_after_a_long_sleep() {
+        let t = Tasks::new(&[]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(3500, 0, 0), |p| t.get(p), Vec::new);
+        assert_eq!(s.stats.periods, 3);
+        assert_eq!(s.period_end_ns(), 4000 * MS);
+    }
+
+    #[test]
+    fn several_waiters_share_by_weight() {
+        let t = Tasks::new(&[1, 2]);
+        let mut s = CpuServer::new(cfg(60), &at(0, 0, 0));
+        let ws = || vec![w(1, 100), w(2, 200)];
+        let st = s.step(&at(938, 0, 0), |p| t.get(p), ws);
+        // 60 ms owed, weights 1:2, both boosted at once
+        assert_eq!(boosts(&st), vec![(1, 20 * MS), (2, 40 * MS)]);
+        assert_eq!(
+            st.next_ns,
+            958 * MS,
+            "wakes when the smaller share could be used"
+        );
+        // 1 ran its 20 ms (FIFO order): restored; 2 keeps 40
+        t.run(1, 20 * MS);
+        let st = s.step(&at(958, 20, 20), |p| t.get(p), ws);
+        assert_eq!(restores(&st), vec![(1, RestoreWhy::Exhausted)]);
+        assert_eq!(s.active().len(), 1);
+        assert_eq!(s.active()[0].share_ns, 40 * MS);
+        assert_eq!(st.next_ns, 998 * MS);
+    }
+
+    #[test]
+    fn a_task_blocking_mid_boost_hands_over_the_rest() {
+        let t = Tasks::new(&[1, 2]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(1, 100), w(2, 100)]); // 25 ms each
+                                                                             // 1 ran 5 ms and blocked; 2 ran 20 ms meanwhile
+        t.run(1, 5 * MS);
+        t.block(1);
+        t.run(2, 20 * MS);
+        let st = s.step(&at(973, 25, 25), |p| t.get(p), || vec![w(2, 100)]);
+        assert_eq!(restores(&st), vec![(1, RestoreWhy::Blocked)]);
+        // 25 ms still owed, all of it now 2's: share 20 used + 25
+        assert_eq!(
+            s.active(),
+            &[ActiveBoost {
+                pid: 2,
+                weight: 100,
+                base_ns: 0,
+                share_ns: 45 * MS
+            }]
+        );
+        assert_eq!(s.stats.handed_over, 1);
+    }
+
+    #[test]
+    fn a_task_that_exits_is_dropped() {
+        let t = Tasks::new(&[1]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(1, 100)]);
+        let st = s.step(&at(950, 2, 2), |_| None, Vec::new);
+        assert_eq!(restores(&st), vec![(1, RestoreWhy::Blocked)]);
+        assert!(s.active().is_empty());
+    }
+
+    #[test]
+    fn total_boost_per_period_never_exceeds_runtime() {
+        // 50 tasks starve on one CPU; run them FIFO as the kernel would, with
+        // the server woken 0.2 ms late every time: per period, the boosted
+        // total stays within the runtime plus one wake-up latency per boost,
+        // and within four periods every task has been served.
+        let pids: Vec<u32> = (1..=50).collect();
+        let t = Tasks::new(&pids);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        let ws = || pids.iter().map(|p| w(*p, 100)).collect::<Vec<_>>();
+        let mut now = 0;
+        let mut boosted_total = 0u64;
+        let mut per_period = [0u64; 4];
+        let mut active: Vec<u32> = Vec::new();
+        let mut served = std::collections::HashSet::new();
+        while now < 4000 * MS {
+            let smp = Sample {
+                now_ns: now,
+                normal_runtime_ns: boosted_total,
+                boosted_runtime_ns: boosted_total,
+                boost_since_ns: 0,
+                starved_since_ns: 1,
+            };
+            let st = s.step(&smp, |p| t.get(p), ws);
+            for a in &st.actions {
+                match a {
+                    Action::Boost { pid, .. } => {
+                        active.push(*pid);
+                        served.insert(*pid);
+                        t.0.borrow_mut().get_mut(pid).unwrap().0 = 0; // counts from the boost
+                    }
+                    Action::Restore { pid, .. } => active.retain(|p| p != pid),
+                }
+            }
+            let next = (st.next_ns.max(now + 1) + 200_000).min(4000 * MS);
+            // the head of the FIFO runs until the server wakes
+            if let Some(head) = active.first() {
+                t.run(*head, next - now);
+                boosted_total += next - now;
+                per_period[(now / (1000 * MS)) as usize] += next - now;
+            }
+            now = next;
+        }
+        for (i, b) in per_period.iter().enumerate() {
+            assert!(
+                *b <= 50 * MS + MAX_BOOSTED as u64 * 2 * 200_000,
+                "period {i}: boosted {b}"
+            );
+            assert!(*b >= 49 * MS, "period {i}: boosted {b}");
+        }
+        assert_eq!(served.len(), 50, "every task served within 4 periods");
+    }
+
+    #[test]
+    fn no_waiters_no_boost() {
+        let t = Tasks::new(&[]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        let st = s.step(&at(960, 0, 0), |p| t.get(p), Vec::new);
+        assert!(st.actions.is_empty());
+        assert!(st.next_ns > 960 * MS && st.next_ns <= 1000 * MS);
+    }
+
+    #[test]
+    fn period_edge_at_exact_boundary_and_tiny_budget() {
+        let t = Tasks::new(&[9]);
+        let c = ServerConfig {
+            runtime_ns: 20_000,
+            period_ns: 1000 * MS,
+            margin_ns: 2 * MS,
+        };
+        let mut s = CpuServer::new(c, &at(0, 0, 0));
+        let st = s.step(&at(500, 0, 0), |p| t.get(p), Vec::new);
+        assert_eq!(st.next_ns, 1000 * MS - 20_000 - 2 * MS);
+        let smp = Sample {
+            now_ns: 1000 * MS - 20_000 - 2 * MS,
+            ..Default::default()
+        };
+        let st = s.step(&smp, |p| t.get(p), || vec![w(9, 100)]);
+        assert_eq!(boosts(&st), vec![(9, 20_000)]);
+        assert_eq!(st.next_ns, smp.now_ns + 20_000);
+        // exactly at the edge: restored, new period starts
+        let st = s.step(&at(1000, 0, 0), |p| t.get(p), Vec::new);
+        assert_eq!(restores(&st), vec![(9, RestoreWhy::PeriodEnd)]);
+        assert_eq!(s.period_end_ns(), 2000 * MS);
+    }
+}

@@ -1,0 +1,61 @@
+#!/bin/bash
+# S1: the bandwidth floor under an RT hog. A normal task and an RT hog pinned
+# to CPU 1, measured over 6 s from /proc/PID/schedstat, for a SCHED_RR 25 hog
+# with 50 ms / 1 s and 20 ms / 1 s, and a SCHED_FIFO 50 hog with 50 ms / 1 s.
+#
+# Goals (issue 3): normal >= 95% of the budget, hog >= 940 ms/s, first service
+# within one period. The emulator (TCG) charges 1-3% of the CPU to interrupts
+# and makes each system call of the server cost ~50-100 us, and these figures
+# move by a few ms/s between runs, so the test asserts emulator tolerances
+# (normal >= 85% of the budget, hog >= 920 ms/s, first service within 2
+# periods) and prints whether each goal was met. Always asserted exactly:
+# scx_floor is never ejected; the kernel's ext_server runtime is 0 while
+# scx_floor serves and back to its value afterwards; the hog keeps at least
+# 1000 - 2 x budget ms/s (a floor, not a grab).
+source "$(dirname "$0")/lib.sh"
+as_controller
+dmesg -C
+orig=$(ext_server_runtime 1)
+
+goal() { # what value goal
+	if eval "$3"; then note "  goal met: $1 $2"; else note "  GOAL MISSED (emulator): $1 $2"; fi
+}
+
+case_() { # runtime_us policy prio
+	local rt=$1 pol=$2 prio=$3 n h first normal hog
+	local goal_n min_n
+	goal_n=$(awk -v r="$rt" 'BEGIN { print r / 1000 * 0.95 }')
+	min_n=$(awk -v r="$rt" 'BEGIN { print r / 1000 * 0.85 }')
+	start_floor --server-runtime-us "$rt" --server-period-us 1000000 --stats 2
+	[ "$(ext_server_runtime 1)" = 0 ] || fail "ext_server runtime is $(ext_server_runtime 1) while scx_floor serves"
+	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
+	sleep 0.3
+	h=$(rt_hog 1 "$pol" "$prio" 30) || fail "no hog"
+	first=$(first_service_ms "$n" 3)
+	sleep 0.5
+	local ha hb t0 t1 na nb
+	na=$(run_ns "$n"); ha=$(run_ns "$h"); t0=$(date +%s%N)
+	sleep 6
+	nb=$(run_ns "$n"); hb=$(run_ns "$h"); t1=$(date +%s%N)
+	normal=$(awk -v d=$((nb - na)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", d / t * 1000 }')
+	hog=$(awk -v d=$((hb - ha)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", d / t * 1000 }')
+	kill -KILL "$h" "$n" 2>/dev/null
+	[ "$(scx_state)" = enabled ] || fail "scx_floor was ejected: $(scx_state)"
+	stop_floor || fail "scx_floor exit code $?"
+	note "$pol $prio hog, server $((rt / 1000)) ms/1 s: normal $normal ms/s, hog $hog ms/s, first service after $first ms"
+	grep -A4 '^server:' "$FLOOR_LOG" | tail -3 | sed 's/^/    /'
+	goal "normal >= $goal_n ms/s:" "$normal" "ge $normal $goal_n"
+	goal "hog >= 940 ms/s:" "$hog" "ge $hog 940"
+	goal "first service <= 1000 ms:" "$first" "le ${first/inf/99999} 1000"
+	ge "$normal" "$min_n" || fail "normal task got $normal ms/s < $min_n (85% of the budget)"
+	ge "$hog" 920 || fail "RT hog got $hog ms/s < 920"
+	ge "$hog" "$((1000 - 2 * rt / 1000))" || fail "RT hog got $hog ms/s: more than twice the budget taken"
+	[ "$first" != inf ] && le "$first" 2000 || fail "first service after $first ms (> 2 periods)"
+	[ "$(ext_server_runtime 1)" = "$orig" ] || fail "ext_server runtime $(ext_server_runtime 1) after exit, was $orig"
+}
+
+case_ 50000 rr 25
+case_ 20000 rr 25
+case_ 50000 fifo 50
+errs=$(dmesg_errors)
+[ -z "$errs" ] || { echo "$errs"; fail "dmesg reports sched_ext trouble"; }

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Restore guarantee: SIGKILL of scx_floor while it has a task boosted. The
+# guardian process puts the task back to SCHED_OTHER and the kernel's
+# ext_server runtime back to its saved value; the kernel unloads the BPF
+# scheduler with the process. Then the same with SIGTERM (a clean exit).
+source "$(dirname "$0")/lib.sh"
+as_controller
+orig=$(ext_server_runtime 1)
+
+policy_of() { chrt -p "$1" | awk -F': ' '/policy/ {print $2; exit}'; }
+
+# wait_boosted PID SECS: until PID runs at SCHED_FIFO or SCHED_DEADLINE.
+wait_boosted() {
+	local i
+	for ((i = 0; i < $2 * 50; i++)); do
+		case "$(policy_of "$1")" in SCHED_FIFO*|SCHED_DEADLINE*) return 0;; esac
+		sleep 0.02
+	done
+	return 1
+}
+
+for sig in KILL TERM; do
+	start_floor --server-runtime-us 600000 --server-period-us 1000000
+	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
+	sleep 0.2
+	h=$(rt_hog 1 rr 25 30) || fail "no hog"
+	wait_boosted "$n" 4 || fail "the normal task was never boosted (policy $(policy_of "$n"))"
+	note "boosted: task $n is $(policy_of "$n"); ext_server runtime $(ext_server_runtime 1)"
+	kill -$sig "$FLOOR_PID"
+	wait "$FLOOR_PID" 2>/dev/null
+	ok=
+	for i in $(seq 100); do
+		if [ "$(policy_of "$n")" = SCHED_OTHER ] && [ "$(ext_server_runtime 1)" = "$orig" ] && [ "$(scx_state)" = disabled ]; then
+			ok=1; break
+		fi
+		sleep 0.05
+	done
+	pol=$(policy_of "$n"); rt=$(ext_server_runtime 1)
+	kill -KILL "$h" "$n" 2>/dev/null
+	[ -n "$ok" ] || fail "after SIG$sig: task $n is $pol, ext_server runtime $rt (saved $orig), sched_ext $(scx_state)"
+	note "SIG$sig: task back to $pol within $((i * 50)) ms, ext_server runtime $rt, sched_ext $(scx_state)"
+	grep -h "scx_floor-guard" "$FLOOR_LOG" | sed 's/^/    /'
+	sleep 0.5
+	if pgrep -x scx_floor-guard >/dev/null; then fail "the guardian outlived scx_floor"; fi
+done
+exit 0
