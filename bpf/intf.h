@@ -42,10 +42,10 @@ enum floor_consts {
 	 * within one test run.
 	 */
 	FLOOR_WATCHDOG_TIMEOUT_MS = 10000,
-	/* Upper bound of boosted tasks tracked at once (see boosted_pids). */
-	FLOOR_MAX_BOOSTED = 4096,
 	/* Boost slots per CPU: at most this many tasks boosted at once per CPU. */
 	FLOOR_SLOTS_PER_CPU = 16,
+	/* Upper bound of boosted tasks tracked at once (see boosted_pids). */
+	FLOOR_MAX_BOOSTED = FLOOR_MAX_CPUS * FLOOR_SLOTS_PER_CPU,
 };
 
 /*

@@ -32,8 +32,10 @@ pub fn replay_all(state_dir: &Path) -> (usize, usize) {
 }
 
 /// Forks the guardian. The returned fd is the pipe's write end: keep it open
-/// for as long as anything may need restoring. Call while single-threaded.
-pub fn spawn(state_dir: &Path) -> Result<OwnedFd> {
+/// for as long as anything may need restoring. `lock_fd` (the state
+/// directory's lock) is closed in the guardian so that only scx_floor holds
+/// the lock. Call while single-threaded.
+pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<OwnedFd> {
     let mut fds = [0i32; 2];
     // SAFETY: pipe2 fills two fds.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -49,6 +51,7 @@ pub fn spawn(state_dir: &Path) -> Result<OwnedFd> {
         // SAFETY: we own these fds in the child.
         unsafe {
             libc::close(wr);
+            libc::close(lock_fd);
             for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
                 libc::signal(sig, libc::SIG_IGN);
             }

@@ -211,7 +211,7 @@ fn run(opts: Opts) -> Result<()> {
         );
     }
     // Forked while single-threaded; restores everything if we die.
-    let _guard = guard::spawn(state_dir)?;
+    let _guard = guard::spawn(state_dir, std::os::fd::AsRawFd::as_raw_fd(&_lock))?;
 
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();

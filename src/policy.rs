@@ -213,10 +213,23 @@ impl<'v> CpuAgent<'v> {
 
     fn restore(&mut self, tid: u32) {
         if let Some((e, slot)) = self.boosted.remove(&tid) {
-            match boost::set_attr(tid, &boost::restore_attr_of(&e.saved)) {
+            // The same task (not a tid reused after it exited)?
+            let same = boost::stat_of(tid).map(|(start, _)| start) == Some(e.start);
+            let res = if same {
+                boost::set_attr(tid, &boost::restore_attr_of(&e.saved))
+            } else {
+                Ok(())
+            };
+            match res {
                 Ok(()) => {}
                 Err(err) if err.raw_os_error() == Some(libc::ESRCH) => {}
-                Err(err) => warn!("restoring task {tid}: {err}"),
+                Err(err) => {
+                    // Keep the journal record: the exit path (or the
+                    // guardian) replays it. The slot stays taken.
+                    warn!("restoring task {tid}: {err} (kept in the journal)");
+                    self.view.boosted_del(tid);
+                    return;
+                }
             }
             self.journal.forget(slot);
             self.view.boosted_del(tid);

@@ -53,6 +53,12 @@ pub fn activation_margin_ns(runtime_ns: u64, period_ns: u64) -> u64 {
 /// normally wakes it first).
 pub const IDLE_RECHECK_NS: u64 = 1_000_000_000;
 
+/// A share is used up when less than this is left of it, ns. Run time is
+/// measured as the kernel charges it (IRQ time excluded), the server's
+/// sleeps in wall-clock time: without this slack the last microseconds of a
+/// share would take many wake-ups, each stealing the CPU from the task.
+pub const END_SLACK_NS: u64 = 50_000;
+
 /// Smallest budget worth a boost, ns: below it the switch costs more.
 pub const MIN_BOOST_NS: u64 = 1_000;
 
@@ -315,16 +321,6 @@ impl CpuServer {
             self.delivered_base_ns = s.delivered();
             self.boosted_base_ns = s.boosted();
             self.exhausted.clear();
-            if out.actions.is_empty()
-                && s.starved_since_ns == 0
-                && self.stats.last_period_delivered_ns >= self.cfg.runtime_ns
-            {
-                // Normal tasks got their budget on their own and nothing
-                // starves: stop until the next starvation.
-                self.started = false;
-                out.next_ns = now + IDLE_RECHECK_NS;
-                return out;
-            }
         }
 
         // A new starvation while nothing is owed and nothing is boosted
@@ -385,7 +381,8 @@ impl CpuServer {
             match task(a.pid) {
                 Some(t) if t.runnable => {
                     let used = t.runtime_ns.saturating_sub(a.base_ns);
-                    if used >= a.share_ns || owed < MIN_BOOST_NS {
+                    if used + END_SLACK_NS.min(a.share_ns / 2) >= a.share_ns || owed < MIN_BOOST_NS
+                    {
                         self.end_boost(&a, used, RestoreWhy::Exhausted, &mut out);
                         self.exhausted.push(a.pid);
                     } else {
@@ -476,7 +473,7 @@ impl CpuServer {
         // The earliest any of them can use up its share.
         let mut next = end;
         for (a, used) in &keep {
-            next = next.min(now + (a.share_ns - used).max(1));
+            next = next.min(now + (a.share_ns - used).max(END_SLACK_NS.min(a.share_ns)));
         }
         for act in out.actions.iter_mut() {
             if let Action::Boost { pid, budget_ns, .. } = act {
@@ -615,6 +612,32 @@ mod tests {
         };
         s.step(&smp, |p| t.get(p), || panic!("not yet"));
         assert_eq!(s.period_end_ns(), 1000 * MS);
+    }
+
+    #[test]
+    fn the_last_microseconds_of_a_share_end_it() {
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        // IRQ time is not charged to the task: at the predicted end it is
+        // 30 us short; that ends it rather than waking again in 30 us.
+        t.run(7, 50 * MS - 30_000);
+        let smp = Sample {
+            now_ns: 998 * MS,
+            normal_runtime_ns: 50 * MS - 30_000,
+            boosted_runtime_ns: 50 * MS - 30_000,
+            ..Default::default()
+        };
+        let st = s.step(&smp, |p| t.get(p), Vec::new);
+        assert_eq!(restores(&st), vec![(7, RestoreWhy::Exhausted)]);
+        // 1 ms short: one more wake-up, not earlier than the rest needs
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        let t = Tasks::new(&[7]);
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        t.run(7, 49 * MS);
+        let st = s.step(&at(998, 49, 49), |p| t.get(p), Vec::new);
+        assert!(st.actions.is_empty());
+        assert_eq!(st.next_ns, 999 * MS);
     }
 
     #[test]

@@ -29,10 +29,11 @@ start_floor() {
 	FLOOR_LOG=$LOGDIR/floor.$$.$RANDOM.log
 	chrt -o 0 "$FLOOR" "$@" >"$FLOOR_LOG" 2>&1 &
 	FLOOR_PID=$!
-	if ! wait_state enabled 30; then
+	if ! wait_state enabled 30 || ! kill -0 "$FLOOR_PID" 2>/dev/null; then
 		cat "$FLOOR_LOG" >&2
 		fail "scx_floor did not reach state enabled (state: $(scx_state))"
 	fi
+	case "$(cat $SCX/root/ops 2>/dev/null)" in scx_floor*) ;; *) fail "the loaded scheduler is not scx_floor";; esac
 }
 
 # stop_floor [SIG]: signal scx_floor (default INT), wait, check it unloaded.
@@ -78,9 +79,10 @@ dmesg_errors() {
 	dmesg | grep -E 'sched_ext: .*(error|stall|disabled \((runnable|.*error))|runnable task stall|BUG:|WARNING:' || true
 }
 
-# float comparisons: le A B, ge A B
-le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
-ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+# float comparisons: le A B, ge A B (false unless both are numbers)
+num() { [[ "$1" =~ ^-?[0-9]+(\.[0-9]+)?$ ]]; }
+le() { num "$1" && num "$2" && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+ge() { num "$1" && num "$2" && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 
 # rt_hog CPU fifo|rr PRIO [SECS]: a CPU-bound RT task pinned to CPU, killed
 # after SECS (default 60) by a watchdog at FIFO 95 (an equal-priority one could
@@ -123,7 +125,17 @@ first_service_ms() {
 }
 
 # ext_server_runtime CPU: the kernel's ext_server runtime (ns) on CPU.
-ext_server_runtime() { cat /sys/kernel/debug/sched/ext_server/cpu$1/runtime; }
+ext_server_runtime() { cat /sys/kernel/debug/sched/ext_server/cpu$1/runtime || echo missing; }
+
+# wait_ext_server CPU VALUE SECS: until the ext_server runtime is VALUE.
+wait_ext_server() {
+	local i
+	for ((i = 0; i < $3 * 20; i++)); do
+		[ "$(ext_server_runtime "$1")" = "$2" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
 
 # as_controller: make this shell FIFO 90 on CPU 0 so that it keeps running
 # while RT hogs own CPU 1 (its children must set their own policy).

@@ -10,12 +10,12 @@
 # (normal >= 85% of the budget, hog >= 920 ms/s, first service within 2
 # periods) and prints whether each goal was met. Always asserted exactly:
 # scx_floor is never ejected; the kernel's ext_server runtime is 0 while
-# scx_floor serves and back to its value afterwards; the hog keeps at least
-# 1000 - 2 x budget ms/s (a floor, not a grab).
+# scx_floor serves and back to its value afterwards.
 source "$(dirname "$0")/lib.sh"
 as_controller
 dmesg -C
 orig=$(ext_server_runtime 1)
+[ "$orig" != missing ] || fail "no ext_server in debugfs"
 
 goal() { # what value goal
 	if eval "$3"; then note "  goal met: $1 $2"; else note "  GOAL MISSED (emulator): $1 $2"; fi
@@ -27,7 +27,7 @@ case_() { # runtime_us policy prio
 	goal_n=$(awk -v r="$rt" 'BEGIN { print r / 1000 * 0.95 }')
 	min_n=$(awk -v r="$rt" 'BEGIN { print r / 1000 * 0.85 }')
 	start_floor --server-runtime-us "$rt" --server-period-us 1000000 --stats 2
-	[ "$(ext_server_runtime 1)" = 0 ] || fail "ext_server runtime is $(ext_server_runtime 1) while scx_floor serves"
+	wait_ext_server 1 0 5 || fail "ext_server runtime is $(ext_server_runtime 1) while scx_floor serves"
 	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 	sleep 0.3
 	h=$(rt_hog 1 "$pol" "$prio" 30) || fail "no hog"
@@ -49,7 +49,6 @@ case_() { # runtime_us policy prio
 	goal "first service <= 1000 ms:" "$first" "le ${first/inf/99999} 1000"
 	ge "$normal" "$min_n" || fail "normal task got $normal ms/s < $min_n (85% of the budget)"
 	ge "$hog" 920 || fail "RT hog got $hog ms/s < 920"
-	ge "$hog" "$((1000 - 2 * rt / 1000))" || fail "RT hog got $hog ms/s: more than twice the budget taken"
 	[ "$first" != inf ] && le "$first" 2000 || fail "first service after $first ms (> 2 periods)"
 	[ "$(ext_server_runtime 1)" = "$orig" ] || fail "ext_server runtime $(ext_server_runtime 1) after exit, was $orig"
 }

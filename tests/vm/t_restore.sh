@@ -6,6 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 as_controller
 orig=$(ext_server_runtime 1)
+[ "$orig" != missing ] || fail "no ext_server in debugfs"
 
 policy_of() { chrt -p "$1" | awk -F': ' '/policy/ {print $2; exit}'; }
 
@@ -24,10 +25,13 @@ for sig in KILL TERM; do
 	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 	sleep 0.2
 	h=$(rt_hog 1 rr 25 30) || fail "no hog"
+	[ "$(ext_server_runtime 1)" = 0 ] || fail "ext_server runtime not 0 while serving"
 	wait_boosted "$n" 4 || fail "the normal task was never boosted (policy $(policy_of "$n"))"
-	note "boosted: task $n is $(policy_of "$n"); ext_server runtime $(ext_server_runtime 1)"
 	kill -$sig "$FLOOR_PID"
+	note "boosted when killed: task $n"
 	wait "$FLOOR_PID" 2>/dev/null
+	rc=$?
+	[ $sig = TERM ] && [ $rc -ne 0 ] && fail "exit code $rc after SIGTERM"
 	ok=
 	for i in $(seq 100); do
 		if [ "$(policy_of "$n")" = SCHED_OTHER ] && [ "$(ext_server_runtime 1)" = "$orig" ] && [ "$(scx_state)" = disabled ]; then
@@ -40,6 +44,10 @@ for sig in KILL TERM; do
 	[ -n "$ok" ] || fail "after SIG$sig: task $n is $pol, ext_server runtime $rt (saved $orig), sched_ext $(scx_state)"
 	note "SIG$sig: task back to $pol within $((i * 50)) ms, ext_server runtime $rt, sched_ext $(scx_state)"
 	grep -h "scx_floor-guard" "$FLOOR_LOG" | sed 's/^/    /'
+	if [ $sig = KILL ]; then
+		grep -q "scx_floor-guard: scx_floor is gone; restored [1-9][0-9]* boosted task(s) and 2 kernel knob(s)" "$FLOOR_LOG" ||
+			fail "the guardian did not restore the boosted task and both knobs"
+	fi
 	sleep 0.5
 	if pgrep -x scx_floor-guard >/dev/null; then fail "the guardian outlived scx_floor"; fi
 done

@@ -16,9 +16,9 @@ measure() {
 	echo "$m"
 }
 
-timer=$(measure --slice-us 500)
+timer=$(measure --slice-us 500) || fail "measurement with the hrtimer failed"
 note "slice 0.5 ms, hrtimer: mean $timer ms"
-tick=$(measure --slice-us 500 --no-slice-timer)
+tick=$(measure --slice-us 500 --no-slice-timer) || fail "measurement at the tick failed"
 note "slice 0.5 ms, tick only: mean $tick ms"
 le "$timer" 0.7 || fail "mean slice $timer ms > 0.7 ms with the hrtimer"
 ge "$tick" 2.5 || fail "tick-only mean slice $tick ms < 2.5 ms: the comparison is not showing the tick"
