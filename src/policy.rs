@@ -447,6 +447,14 @@ fn serve_cpu(
             .collect(),
         online: online_cpus()?,
     };
+    // Warm up the paths a step takes (the BPF map lookup, /proc, the journal
+    // pages, sched_*attr): their first call costs milliseconds in a VM (cold
+    // page cache, first faults), and the first activation must not.
+    let _ = waiters_of(cpu, view, &a.online);
+    // SAFETY: plain syscall.
+    let _ = boost::stat_of(unsafe { libc::gettid() } as u32);
+    let _ = boost::get_attr(0);
+    let _ = a.journal.entries();
     let wake = view.wake_ringbuf(cpu)?;
     let mut rb = libbpf_rs::RingBufferBuilder::new();
     rb.add(&wake, |_| 0)?;
