@@ -7,7 +7,7 @@
 # within one period. The emulator (TCG) charges 1-3% of the CPU to interrupts
 # and makes each system call of the server cost ~50-100 us, and these figures
 # move by a few ms/s between runs, so the test asserts emulator tolerances
-# (normal >= 85% of the budget, hog >= 920 ms/s, first service within 2
+# (normal >= 80% of the budget, hog >= 915 ms/s, first service within 2
 # periods) and prints whether each goal was met. Always asserted exactly:
 # scx_floor is never ejected; the kernel's ext_server runtime is 0 while
 # scx_floor serves and back to its value afterwards.
@@ -25,7 +25,7 @@ case_() { # runtime_us policy prio
 	local rt=$1 pol=$2 prio=$3 n h first normal hog
 	local goal_n min_n
 	goal_n=$(awk -v r="$rt" 'BEGIN { print r / 1000 * 0.95 }')
-	min_n=$(awk -v r="$rt" 'BEGIN { print r / 1000 * 0.85 }')
+	min_n=$(awk -v r="$rt" 'BEGIN { print r / 1000 * 0.80 }')
 	start_floor --server-runtime-us "$rt" --server-period-us 1000000 --stats 2
 	wait_ext_server 1 0 5 || fail "ext_server runtime is $(ext_server_runtime 1) while scx_floor serves"
 	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
@@ -47,8 +47,8 @@ case_() { # runtime_us policy prio
 	goal "normal >= $goal_n ms/s:" "$normal" "ge $normal $goal_n"
 	goal "hog >= 940 ms/s:" "$hog" "ge $hog 940"
 	goal "first service <= 1000 ms:" "$first" "le ${first/inf/99999} 1000"
-	ge "$normal" "$min_n" || fail "normal task got $normal ms/s < $min_n (85% of the budget)"
-	ge "$hog" 920 || fail "RT hog got $hog ms/s < 920"
+	ge "$normal" "$min_n" || fail "normal task got $normal ms/s < $min_n (80% of the budget)"
+	ge "$hog" 915 || fail "RT hog got $hog ms/s < 915"
 	[ "$first" != inf ] && le "$first" 2000 || fail "first service after $first ms (> 2 periods)"
 	[ "$(ext_server_runtime 1)" = "$orig" ] || fail "ext_server runtime $(ext_server_runtime 1) after exit, was $orig"
 }
