@@ -112,6 +112,9 @@ struct floor_waiter {
 	u32 weight;	/* sched_ext weight, 100 = nice 0 */
 	u32 pinned;	/* 1: may run on this CPU only */
 	u32 __pad;
+	/* its start time in clock ticks since boot (USER_HZ = 100), as field 22
+	 * of /proc/PID/stat shows it: tells a reused tid apart */
+	u64 start_ticks;
 };
 
 /*

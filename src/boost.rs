@@ -356,11 +356,17 @@ pub fn replay(j: &Journal) -> usize {
     n
 }
 
-/// Saves `tid`'s attributes in journal record `i` before a boost.
+/// Saves `tid`'s attributes in journal record `i` before a boost. `start`:
+/// its start time (clock ticks since boot) when the caller knows it (the BPF
+/// side records it), else read from /proc.
 /// Errors: the task is gone, or already runs at a real-time policy.
-pub fn journal_before_boost(j: &Journal, i: usize, tid: u32) -> Result<Entry> {
-    let Some((start, _)) = stat_of(tid) else {
-        bail!("task {tid} is gone")
+pub fn journal_before_boost(j: &Journal, i: usize, tid: u32, start: Option<u64>) -> Result<Entry> {
+    let start = match start {
+        Some(s) => s,
+        None => match stat_of(tid) {
+            Some((s, _)) => s,
+            None => bail!("task {tid} is gone"),
+        },
     };
     let saved = get_attr(tid).with_context(|| format!("sched_getattr({tid})"))?;
     if saved.sched_policy == SCHED_FIFO

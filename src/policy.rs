@@ -113,8 +113,14 @@ fn all_allowed_hogged(tid: u32, hi: &BTreeMap<usize, bool>) -> bool {
         .all(|(cpu, hogged)| *hogged || !unsafe { libc::CPU_ISSET(*cpu, &set) })
 }
 
-/// The tasks starving on `cpu`, oldest first. `online`: the CPUs online.
-fn waiters_of(cpu: usize, view: &BpfView, online: &[usize]) -> Vec<Waiter> {
+/// The tasks starving on `cpu`, oldest first; their start times (clock
+/// ticks) go into `starts`. `online`: the CPUs online.
+fn waiters_of(
+    cpu: usize,
+    view: &BpfView,
+    online: &[usize],
+    starts: &mut HashMap<u32, u64>,
+) -> Vec<Waiter> {
     let mut hi = BTreeMap::new();
     for &c in online {
         hi.insert(c, view.sample(c).1);
@@ -130,6 +136,7 @@ fn waiters_of(cpu: usize, view: &BpfView, online: &[usize]) -> Vec<Waiter> {
         if w.pinned == 0 && !all_allowed_hogged(tid, &hi) {
             continue; // it can run elsewhere: the dispatcher moves it
         }
+        starts.insert(tid, w.start_ticks);
         v.push((
             w.since_ns,
             Waiter {
@@ -159,11 +166,17 @@ struct CpuAgent<'v> {
 }
 
 impl<'v> CpuAgent<'v> {
-    fn boost(&mut self, tid: u32, budget_ns: u64, period_ns: u64) -> Result<()> {
+    fn boost(
+        &mut self,
+        tid: u32,
+        budget_ns: u64,
+        period_ns: u64,
+        start: Option<u64>,
+    ) -> Result<()> {
         let Some(slot) = self.free_slots.pop() else {
             anyhow::bail!("no free boost slot")
         };
-        let entry = match boost::journal_before_boost(&self.journal, slot, tid) {
+        let entry = match boost::journal_before_boost(&self.journal, slot, tid, start) {
             Ok(e) => e,
             Err(e) => {
                 self.free_slots.push(slot);
@@ -213,8 +226,13 @@ impl<'v> CpuAgent<'v> {
 
     fn restore(&mut self, tid: u32) {
         if let Some((e, slot)) = self.boosted.remove(&tid) {
-            // The same task (not a tid reused after it exited)?
-            let same = boost::stat_of(tid).map(|(start, _)| start) == Some(e.start);
+            // Still at a boost policy? A tid reused after the boosted task
+            // exited runs its own policy and is left alone. (One system call,
+            // where comparing start times in /proc takes three.)
+            let same = matches!(
+                boost::get_attr(tid).map(|a| a.sched_policy),
+                Ok(boost::SCHED_FIFO) | Ok(boost::SCHED_DEADLINE)
+            );
             let res = if same {
                 boost::set_attr(tid, &boost::restore_attr_of(&e.saved))
             } else {
@@ -263,7 +281,10 @@ impl<'v> CpuAgent<'v> {
         };
         let online = &self.online;
         let (was_started, was_end) = (self.server.started(), self.server.period_end_ns());
-        let st = self.server.step(&s, task, || waiters_of(cpu, view, online));
+        let mut starts = HashMap::new();
+        let st = self
+            .server
+            .step(&s, task, || waiters_of(cpu, view, online, &mut starts));
         if self.server.started() != was_started
             || (was_started && self.server.period_end_ns() != was_end)
         {
@@ -284,7 +305,8 @@ impl<'v> CpuAgent<'v> {
                     debug!("cpu {cpu}: t={:.3} boost {pid}, share {:.3} ms, owed {:.3} ms, period ends in {:.3} ms",
                            s.now_ns as f64 / 1e6, budget_ns as f64 / 1e6, self.server.owed_ns(&s) as f64 / 1e6,
                            (self.server.period_end_ns() as f64 - s.now_ns as f64) / 1e6);
-                    if let Err(e) = self.boost(pid, budget_ns, period_ns) {
+                    if let Err(e) = self.boost(pid, budget_ns, period_ns, starts.get(&pid).copied())
+                    {
                         debug!("cpu {cpu}: boost of {pid} failed: {e:#}");
                         view.forget_waiter(pid);
                         self.counts.failed += 1;
@@ -450,7 +472,7 @@ fn serve_cpu(
     // Warm up the paths a step takes (the BPF map lookup, /proc, the journal
     // pages, sched_*attr): their first call costs milliseconds in a VM (cold
     // page cache, first faults), and the first activation must not.
-    let _ = waiters_of(cpu, view, &a.online);
+    let _ = waiters_of(cpu, view, &a.online, &mut HashMap::new());
     // SAFETY: plain syscall.
     let _ = boost::stat_of(unsafe { libc::gettid() } as u32);
     let _ = boost::get_attr(0);

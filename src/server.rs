@@ -473,7 +473,8 @@ impl CpuServer {
         // The earliest any of them can use up its share.
         let mut next = end;
         for (a, used) in &keep {
-            next = next.min(now + (a.share_ns - used).max(END_SLACK_NS.min(a.share_ns)));
+            // never sooner than END_SLACK_NS: a wake-up costs more than that
+            next = next.min(now + (a.share_ns - used).max(END_SLACK_NS));
         }
         for act in out.actions.iter_mut() {
             if let Action::Boost { pid, budget_ns, .. } = act {
@@ -867,7 +868,8 @@ mod tests {
         };
         let st = s.step(&smp, |p| t.get(p), || vec![w(9, 100)]);
         assert_eq!(boosts(&st), vec![(9, 20_000)]);
-        assert_eq!(st.next_ns, smp.now_ns + 20_000);
+        // a 20 us share: checked after END_SLACK_NS (a wake-up costs more)
+        assert_eq!(st.next_ns, smp.now_ns + END_SLACK_NS);
         // exactly at the edge: restored, new period starts
         let st = s.step(&at(1000, 0, 0), |p| t.get(p), Vec::new);
         assert_eq!(restores(&st), vec![(9, RestoreWhy::PeriodEnd)]);
