@@ -25,7 +25,7 @@ pub fn replay_all(state_dir: &Path) -> (usize, usize) {
     let tasks = Journal::open(&crate::policy::journal_path(state_dir))
         .map(|j| boost::replay(&j))
         .unwrap_or(0);
-    let knobs = Knobs::open(&state_dir.join("knobs"))
+    let knobs = Knobs::open(&crate::policy::knobs_dir(state_dir))
         .map(|k| k.restore_all())
         .unwrap_or(0);
     (tasks, knobs)

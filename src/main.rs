@@ -227,7 +227,6 @@ fn run(opts: Opts) -> Result<()> {
         },
         exit_dump_len: opts.exit_dump_len,
         verbose: opts.verbose,
-        stats_every: opts.stats.map(Duration::from_secs_f64),
     };
     let pcfg = policy::PolicyConfig {
         server,
@@ -238,7 +237,7 @@ fn run(opts: Opts) -> Result<()> {
             "deadline" => policy::BoostMode::Deadline,
             _ => policy::BoostMode::Auto,
         },
-        stats_every: cfg.stats_every,
+        stats_every: opts.stats.map(Duration::from_secs_f64),
         state_dir: state_dir.to_path_buf(),
     };
     loop {

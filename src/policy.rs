@@ -50,6 +50,11 @@ pub fn journal_path(state_dir: &std::path::Path) -> PathBuf {
     state_dir.join("boosted.journal")
 }
 
+/// The journal of kernel knobs under `state_dir`.
+pub fn knobs_dir(state_dir: &std::path::Path) -> PathBuf {
+    state_dir.join("knobs")
+}
+
 /// Which policy a boost uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BoostMode {
@@ -292,7 +297,7 @@ impl<'v> CpuAgent<'v> {
                    s.now_ns as f64 / 1e6, if self.server.started() { "serving" } else { "idle" },
                    self.server.period_end_ns() as f64 / 1e6, self.server.delivered_ns(&s) as f64 / 1e6, s.starved_since_ns as f64 / 1e6);
         }
-        if self.server.wants_starve_kick(&view.sample(cpu).0) {
+        if self.server.wants_starve_kick(&s) {
             view.arm_starve_kick(cpu);
         }
         for a in st.actions {
@@ -568,13 +573,10 @@ pub fn run(
     shutdown: &AtomicBool,
 ) -> Result<UserExitInfo> {
     let view = sched.view()?;
-    let knobs = Knobs::open(&cfg.state_dir.join("knobs"))?;
+    let knobs = Knobs::open(&knobs_dir(&cfg.state_dir))?;
     let result = run_servers(&view, &cfg, &knobs, shutdown);
     // Every exit path: knobs back, journal replayed (threads restored their own).
-    let k = knobs.restore_all();
-    let t = Journal::open(&journal_path(&cfg.state_dir))
-        .map(|j| boost::replay(&j))
-        .unwrap_or(0);
+    let (t, k) = crate::guard::replay_all(&cfg.state_dir);
     if k > 0 {
         info!("restored {k} kernel knob(s)");
     }

@@ -2,7 +2,6 @@
 //! Loading, running and unloading the BPF dispatcher.
 
 use std::mem::MaybeUninit;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags, MapHandle, OpenObject};
@@ -31,8 +30,6 @@ pub struct SchedConfig {
     pub exit_dump_len: u32,
     /// libbpf debug output
     pub verbose: bool,
-    /// print per-CPU stats every this often
-    pub stats_every: Option<Duration>,
 }
 
 /// CLOCK_MONOTONIC now, ns: the clock of bpf_ktime_get_ns().
