@@ -115,8 +115,6 @@ struct {
 
 /* CPUs currently owned by a higher class; waiters are tracked only then. */
 u64 nr_hi_cpus;
-/* Entries in waiters (user space decrements it when it prunes one). */
-u64 nr_waiters;
 /* Entries in boosted_pids, kept by user space: lookups are skipped at 0. */
 u64 nr_boosted;
 
@@ -263,22 +261,14 @@ static __always_inline void waiter_add(struct task_struct *p, s32 cpu, u64 now)
 	};
 	u32 pid = p->pid;
 
-	if (bpf_map_update_elem(&waiters, &pid, &w, BPF_NOEXIST) == 0)
-		__sync_fetch_and_add(&nr_waiters, 1);
-	else
-		bpf_map_update_elem(&waiters, &pid, &w, BPF_EXIST);
+	bpf_map_update_elem(&waiters, &pid, &w, BPF_ANY);
 }
 
-/*
- * Called at every ops.running(): the hash delete is skipped while the map is
- * empty, which it is unless some CPU was lately taken by a higher class.
- */
 static __always_inline void waiter_del(struct task_struct *p)
 {
 	u32 pid = p->pid;
 
-	if (nr_waiters && bpf_map_delete_elem(&waiters, &pid) == 0)
-		__sync_fetch_and_sub(&nr_waiters, 1);
+	bpf_map_delete_elem(&waiters, &pid);
 }
 
 s32 BPF_STRUCT_OPS(floor_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)

@@ -277,13 +277,7 @@ impl BpfView {
 
     /// Drops a stale `waiters` entry.
     pub fn forget_waiter(&self, tid: u32) {
-        if self.waiters.delete(&tid.to_ne_bytes()).is_ok() {
-            // SAFETY: a u64 in the mmapped .bss, updated atomically by BPF too.
-            let n = unsafe { AtomicU64::from_ptr(std::ptr::addr_of_mut!((*self.bss).nr_waiters)) };
-            let _ = n.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {
-                Some(v.saturating_sub(1))
-            });
-        }
+        let _ = self.waiters.delete(&tid.to_ne_bytes());
     }
 
     fn nr_boosted(&self) -> &AtomicU64 {
