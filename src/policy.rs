@@ -17,7 +17,8 @@
 //! - Each runs at SCHED_FIFO 99 on its CPU (boosts go to at most 98): no
 //!   RT task below 99 can keep it from running. It sleeps until its next
 //!   event (period edge, zero-laxity activation, end of a boost) and runs
-//!   for microseconds, so the time it takes from the RT task is tiny. A
+//!   for microseconds on hardware (0.1-3 ms per step under TCG, where system
+//!   calls are slow), so the time it takes from the RT task is small. A
 //!   SCHED_FIFO 99 or SCHED_DEADLINE hog on a served CPU is above the server
 //!   (as it is above the kernel's RT throttling); the README says so.
 //! - All memory is locked (`mlockall(MCL_CURRENT | MCL_FUTURE)`): the loop is
