@@ -158,3 +158,27 @@ emu_timer_latency() {
 	             if (p50 == "" && s >= n * 0.5) p50 = i; if (p99 == "" && s >= n * 0.99) p99 = i }
 	           if (n == 0) exit 1; print avg, p50, p99, max }' <<<"$out"
 }
+
+# policy_of PID: its policy as chrt names it (SCHED_OTHER, SCHED_FIFO, ...).
+policy_of() { chrt -p "$1" | awk -F': ' '/policy/ {print $2; exit}'; }
+
+# wait_boosted PID SECS: until PID runs at SCHED_FIFO or SCHED_DEADLINE.
+wait_boosted() {
+	local i
+	for ((i = 0; i < $2 * 50; i++)); do
+		case "$(policy_of "$1")" in SCHED_FIFO*|SCHED_DEADLINE*) return 0;; esac
+		sleep 0.02
+	done
+	return 1
+}
+
+# wait_for SECS CMD...: until CMD succeeds (polls every 50 ms); prints the ms waited.
+wait_for() {
+	local secs=$1 i
+	shift
+	for ((i = 0; i < secs * 20; i++)); do
+		"$@" && { echo $((i * 50)); return 0; }
+		sleep 0.05
+	done
+	return 1
+}
