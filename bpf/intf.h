@@ -127,7 +127,7 @@ struct floor_waiter {
 	u32 cpu;	/* the CPU whose DSQ holds it (pinned), else its last CPU */
 	u32 weight;	/* sched_ext weight, 100 = nice 0 */
 	u32 pinned;	/* 1: may run on this CPU only */
-	u32 __pad;
+	u32 kthread;	/* 1: a kernel thread (served before user tasks) */
 	/* its start time in clock ticks since boot (USER_HZ = 100), as field 22
 	 * of /proc/PID/stat shows it: tells a reused tid apart */
 	u64 start_ticks;

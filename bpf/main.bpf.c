@@ -316,6 +316,7 @@ static __always_inline void waiter_add(struct task_struct *p, s32 cpu, u64 now)
 		.cpu = cpu,
 		.weight = p->scx.weight,
 		.pinned = p->nr_cpus_allowed == 1,
+		.kthread = !!(p->flags & PF_KTHREAD),
 		/* nsec_to_clock_t() with USER_HZ = 100 (x86) */
 		.start_ticks = p->start_boottime / 10000000,
 	};

@@ -140,7 +140,10 @@ fn waiters_of(
     if !hi.get(&cpu).copied().unwrap_or(false) {
         return Vec::new();
     }
-    let mut v: Vec<(u64, Waiter)> = Vec::new();
+    // Kernel threads first (a per-CPU kworker or ksoftirqd that waits
+    // behind dozens of user tasks stalls RCU, workqueues and, through them,
+    // the whole machine), then the longest waiting.
+    let mut v: Vec<((bool, u64), Waiter)> = Vec::new();
     for (tid, w) in view.waiters() {
         if w.cpu as usize != cpu {
             continue;
@@ -150,7 +153,7 @@ fn waiters_of(
         }
         starts.insert(tid, w.start_ticks);
         v.push((
-            w.since_ns,
+            (w.kthread == 0, w.since_ns),
             Waiter {
                 pid: tid,
                 weight: w.weight,

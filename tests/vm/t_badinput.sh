@@ -24,6 +24,19 @@ expect_err "--slice-us 100000000" "slice-us.*not in 20..=100000" "$FLOOR" --slic
 expect_err "--stats 0" "stats.*out of range" "$FLOOR" --stats 0
 expect_err "--timer-lead-us x" "timer-lead-us" "$FLOOR" --timer-lead-us x
 expect_err "unknown flag" "unexpected argument '--bogus'" "$FLOOR" --bogus
+expect_err "runtime > period" "server-runtime-us 2000 must be between 1 and --server-period-us \(1000\)" \
+	"$FLOOR" --server-runtime-us 2000 --server-period-us 1000
+expect_err "runtime 0" "must be between 1 and" "$FLOOR" --server-runtime-us 0
+expect_err "period under 100 us" "server-period-us.*not in 100..=1000000" "$FLOOR" --server-period-us 99
+expect_err "period over 1 s" "server-period-us.*not in 100..=1000000" "$FLOOR" --server-period-us 1000001
+expect_err "a CPU that does not exist" "CPU 64 does not exist or is offline" "$FLOOR" --server-cpus 64
+expect_err "a malformed CPU list" "server-cpus.*not a CPU list" "$FLOOR" --server-cpus 1-x
+expect_err "--latency-us with --slice-us" "cannot be used with" "$FLOOR" --latency-us 1000 --slice-us 500
+expect_err "--min-slice-us alone" "required arguments were not provided|--latency-us" "$FLOOR" --min-slice-us 400
+expect_err "min slice above latency" "min-slice-us 2000 must be at most --latency-us \(1000\)" \
+	"$FLOOR" --latency-us 1000 --min-slice-us 2000
+expect_err "--boost rr" "invalid value 'rr'" "$FLOOR" --boost rr
+expect_err "--kernel-server maybe" "invalid value 'maybe'" "$FLOOR" --kernel-server maybe
 expect_err "not root" "must run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$FLOOR"
 # A kernel without sched_ext: hide /sys/kernel/sched_ext in a private mount namespace.
 expect_err "no sched_ext" "no sched_ext" unshare -m sh -c "mount -t tmpfs none /sys/kernel && exec $FLOOR"

@@ -1,0 +1,40 @@
+#!/bin/bash
+# Run in a VM with 4 vCPUs (scripts/test): CPU hotplug while loaded and
+# while a boost is active on the CPU that goes away. CPU 1 goes offline and
+# comes back twice: scx_floor is not ejected, no task stays boosted, its
+# stats go on (--stats lines keep coming, CPU 1 included after it returns).
+source "$(dirname "$0")/lib.sh"
+[ "$(nproc)" -ge 3 ] || fail "this test needs 3 or more CPUs (scripts/test boots 4)"
+as_controller
+ON=/sys/devices/system/cpu/cpu1/online
+dmesg -C
+start_floor --stats 1 --server-runtime-us 600000 --server-period-us 1000000
+hogs=()
+for c in $(seq 0 $(($(nproc) - 1))); do hogs+=("$(hog "$c")"); done
+n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
+sleep 0.3
+h=$(rt_hog 1 rr 25 60) || fail "no RT hog"
+for round in 1 2; do
+	wait_boosted "$n" 6 || fail "round $round: no boost on CPU 1"
+	echo 0 >$ON || fail "cannot offline CPU 1"
+	note "round $round: CPU 1 offline during a boost"
+	sleep 2
+	kill -0 "$FLOOR_PID" && [ "$(scx_state)" = enabled ] || fail "ejected after offlining CPU 1: $(tail -3 "$FLOOR_LOG")"
+	echo 1 >$ON || fail "cannot online CPU 1"
+	# the hog and the task lost their affinity with the CPU: pin them again
+	taskset -p -c 1 "$h" >/dev/null; taskset -p -c 1 "$n" >/dev/null
+	sleep 2
+	kill -0 "$FLOOR_PID" && [ "$(scx_state)" = enabled ] || fail "ejected after onlining CPU 1: $(tail -3 "$FLOOR_LOG")"
+	note "round $round: CPU 1 online again, scx_floor enabled"
+done
+wait_boosted "$n" 6 || fail "no boost on CPU 1 after it came back"
+lines0=$(grep -c "per-CPU accounting" "$FLOOR_LOG"); sleep 2.5; lines1=$(grep -c "per-CPU accounting" "$FLOOR_LOG")
+[ "$lines1" -gt "$lines0" ] || fail "the stats stopped"
+kill -KILL "$h" 2>/dev/null; wait "$h" 2>/dev/null
+stop_floor || fail "scx_floor exited non-zero"
+pol=$(policy_of "$n")
+[ "$pol" = SCHED_OTHER ] || fail "task $n left $pol"
+kill -KILL "$n" "${hogs[@]}" 2>/dev/null; wait 2>/dev/null
+e=$(dmesg_errors)
+[ -z "$e" ] || fail "kernel errors: $e"
+note "stats went on ($lines0 -> $lines1 reports), no task left boosted, no kernel error"
