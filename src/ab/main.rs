@@ -174,7 +174,7 @@ fn run(opts: Opts) -> Result<i32> {
     sys::become_controller(ctl)?;
     ctrlc::set_handler(|| {
         eprintln!("scx_floor-ab: interrupted: stopping workloads and scx_floor, restoring knobs");
-        for e in sys::cleanup() {
+        for e in sys::stop_on_signal() {
             eprintln!("scx_floor-ab: {e}");
         }
         std::process::exit(130);
@@ -477,7 +477,14 @@ fn main() {
         simplelog::TerminalMode::Stderr,
         simplelog::ColorChoice::Never,
     );
-    match run(opts) {
+    let r = run(opts);
+    if sys::stopping() {
+        // the signal handler is cleaning up and exits with 130
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+    match r {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             for e in sys::cleanup() {

@@ -85,10 +85,17 @@ pub fn spawn(cmd: &mut Command, policy: Policy, cpus: &[usize]) -> Result<Child>
             set_affinity_raw(0, &cpus_v)
         });
     }
+    if stopping() {
+        bail!("stopping");
+    }
     let child = cmd
         .spawn()
         .with_context(|| format!("starting {:?}", cmd.get_program()))?;
     register(child.id() as i32);
+    if stopping() {
+        // the signal's cleanup may have run between the check and the spawn
+        kill9(child.id() as i32);
+    }
     Ok(child)
 }
 
@@ -171,6 +178,20 @@ struct Cleanup {
 }
 
 static CLEANUP: Mutex<Option<Cleanup>> = Mutex::new(None);
+
+/// Set once a signal asked the harness to stop: nothing new may start.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Has a signal asked the harness to stop?
+pub fn stopping() -> bool {
+    STOPPING.load(Ordering::SeqCst)
+}
+
+/// SIGINT/SIGTERM: no new workload starts from now on; undo everything.
+pub fn stop_on_signal() -> Vec<String> {
+    STOPPING.store(true, Ordering::SeqCst);
+    cleanup()
+}
 
 fn with_cleanup<R>(f: impl FnOnce(&mut Cleanup) -> R) -> R {
     let mut g = CLEANUP.lock().unwrap_or_else(|e| e.into_inner());
