@@ -79,6 +79,9 @@ enum Helper {
         /// lifetime, s
         #[arg(long)]
         secs: f64,
+        /// print "ready" on stdout once running (after exec, page faults, ...)
+        #[arg(long)]
+        ready: bool,
     },
     /// The clock probe: prints its gaps as JSON after SECS.
     Probe {
@@ -457,7 +460,14 @@ fn main() {
     let opts = Opts::parse();
     if let Some(Cmd::Helper { what }) = opts.helper {
         match what {
-            Helper::Hog { secs } => probe::hog(secs),
+            Helper::Hog { secs, ready } => {
+                if ready {
+                    use std::io::Write;
+                    let mut o = std::io::stdout().lock();
+                    let _ = writeln!(o, "ready").and_then(|_| o.flush());
+                }
+                probe::hog(secs)
+            }
             Helper::Probe {
                 secs,
                 threshold_us,
