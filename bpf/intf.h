@@ -95,6 +95,22 @@ struct floor_cpu_stat {
 	/* set by user space: wake its server thread at the next starvation
 	 * (one shot, cleared by the BPF side when it wakes it) */
 	u64 kick_on_starve;
+	/* normal tasks runnable on this CPU when the last one started here:
+	 * the one starting, those queued in this CPU's own and local DSQs,
+	 * and this CPU's share of the shared DSQ (rounded up); the slice
+	 * policy's load figure. Runs of the policy thread are not sampled. */
+	u64 nr_runnable;
+	/* the slice of the last run started here, ns */
+	u64 last_slice_ns;
+	/* wake-ups that preempted the running task by the vtime rule */
+	u64 nr_wakeup_preempt;
+	/* runs the slice timer ended: sums of the delay from the time the
+	 * timer was armed for to its callback (fire) and from the callback to
+	 * the task's switch-out (switch); their sum is what the timer lead
+	 * learns */
+	u64 nr_timer_ended;
+	u64 timer_fire_delay_sum_ns;
+	u64 timer_switch_delay_sum_ns;
 	/* log2 histograms (see FLOOR_HIST_*) of run lengths and overshoots, ns */
 	u64 runlen_hist[FLOOR_HIST_BUCKETS];
 	u64 overshoot_hist[FLOOR_HIST_BUCKETS];

@@ -43,14 +43,41 @@ const volatile bool slice_timer = true;	/* false: slices end at the tick */
 /*
  * How much earlier than the slice's end the timer is armed, ns: a fixed
  * value, or -1 for "auto": the CPU's measured timer latency (from the timer's
- * expiry to the task being switched out: softirq, kick IPI, reschedule), an
- * EWMA with weight 1/8, at most half the slice. With it the run lengths
- * centre on the slice instead of on slice + latency.
+ * expiry to the task being switched out: softirq, kick, reschedule), an EWMA
+ * with weight 1/8 of samples clipped to twice the estimate + 20 us (so that
+ * one long stall does not shorten the following slices), used up to 7/8 of
+ * the slice (the timer is armed at least slice/8 into the run). With it the
+ * run lengths centre on the slice instead of on slice + latency; a slice
+ * shorter than the latency itself ends after about the latency.
  */
 const volatile s64 timer_lead_ns = -1;
+/*
+ * Wake-up preemption by the vtime rule: a task that wakes with a vtime lower
+ * than the running task's (charged up to now) by more than a quarter of the
+ * CPU's slice preempts it at once instead of waiting for the slice to end.
+ * The quarter-slice gap keeps tasks that are close in vtime from preempting
+ * each other back and forth on every wake-up.
+ */
+const volatile bool wakeup_preempt = true;
 
 /* Written by the policy loop while running: per-CPU slice (ns), 0 = slice_ns. */
 u64 cpu_slice_ns[FLOOR_MAX_CPUS];
+/* The policy loop's own thread (a normal task): its runs are not load samples. */
+u32 policy_tid;
+/* CPUs online: the shared DSQ's tasks are counted 1/nr_online per CPU. */
+u64 nr_online;
+
+/*
+ * The normal run in progress on each CPU, read by other CPUs' wake-ups for
+ * the preemption rule: its start (0: none), the task's vtime at the start
+ * and its weight. A plain array, not a map: ops.enqueue reads it.
+ */
+struct cur_run {
+	u64 since_ns;
+	u64 vtime;
+	u64 weight;
+};
+struct cur_run cur_runs[FLOOR_MAX_CPUS];
 
 /* Read by user space. */
 struct floor_cpu_stat cpu_stats[FLOOR_MAX_CPUS];
@@ -72,6 +99,7 @@ struct slice_ctx {
 	u64 exec_start_ns;	/* the running task's se.sum_exec_runtime at its start */
 	u32 boost_slot;		/* slot of the boosted run in progress */
 	u64 lat_est_ns;		/* EWMA of timer expiry -> switch-out latency */
+	u64 fired_ns;		/* when the timer's callback ran for the current run */
 	u32 pid;
 	u32 expired;		/* the timer kicked the current run */
 };
@@ -162,6 +190,38 @@ static __always_inline u64 cpu_slice(s32 cpu)
 static __always_inline bool vtime_before(u64 a, u64 b)
 {
 	return (s64)(a - b) < 0;
+}
+
+static __always_inline struct cur_run *cur_run(s32 cpu)
+{
+	if (cpu < 0 || cpu >= FLOOR_MAX_CPUS)
+		return NULL;
+	return &cur_runs[cpu & (FLOOR_MAX_CPUS - 1)];
+}
+
+/*
+ * A task waking with vtime `vtime` queues for CPU cpu: preempt the normal
+ * task running there if its vtime, charged for the time it has run so far,
+ * is ahead by more than a quarter of the CPU's slice.
+ */
+static __always_inline void wakeup_preempt_check(s32 cpu, u64 vtime, u64 slice,
+						 struct floor_cpu_stat *st)
+{
+	struct cur_run *r = cur_run(cpu);
+	u64 since, now, cur, w;
+
+	if (!r || !st)
+		return;
+	since = r->since_ns;
+	if (!since)
+		return;	/* idle, or not ours: nothing to preempt */
+	now = bpf_ktime_get_ns();
+	w = r->weight ? r->weight : 100;
+	cur = r->vtime + (now > since ? now - since : 0) * 100 / w;
+	if (vtime_before(vtime + slice / 4, cur)) {
+		__sync_fetch_and_add(&st->nr_wakeup_preempt, 1);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	}
 }
 
 /* floor(log2(v)) for v > 0, without a loop (BPF has no clz). */
@@ -288,6 +348,17 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	u64 slice = cpu_slice(cpu), vtime = p->scx.dsq_vtime;
 	struct floor_cpu_stat *st = cpu_stat(cpu);
 
+	/*
+	 * The CPU's only runnable task, at the end of its slice (SCX_OPS_ENQ_LAST):
+	 * it runs on with a new slice, through ops.running() again, so that its
+	 * runs are timed and counted like any other (by default the kernel would
+	 * keep it running with a 20 ms slice of its own, unseen).
+	 */
+	if (enq_flags & SCX_ENQ_LAST) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
+		return;
+	}
+
 	/* A task that slept long must not bank more than a slice of credit. */
 	if (vtime_before(vtime, vtime_now - slice))
 		vtime = vtime_now - slice;
@@ -309,6 +380,8 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		}
 		if (st && st->hi_running)
 			starve_open(st, cpu, bpf_ktime_get_ns());
+		else if (wakeup_preempt && (enq_flags & SCX_ENQ_WAKEUP))
+			wakeup_preempt_check(cpu, vtime, slice, st);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
@@ -320,6 +393,8 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0)
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+	else if (wakeup_preempt && (enq_flags & SCX_ENQ_WAKEUP))
+		wakeup_preempt_check(cpu, vtime, slice, st);
 }
 
 void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
@@ -349,8 +424,10 @@ static int slice_timer_fn(void *map, int *key, struct slice_ctx *sc)
 	/* The run this timer was armed for ended already (blocked, preempted). */
 	if (!sc->started_ns)
 		return 0;
-	if (!sc->expired)
+	if (!sc->expired) {
 		sc->expired = 1;
+		sc->fired_ns = bpf_ktime_get_ns();
+	}
 	if (st)
 		__sync_fetch_and_add(&st->nr_timer_kicks, 1);
 	/* Ends the current task's slice now, as the tick would have later. */
@@ -362,14 +439,34 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct slice_ctx *sc = slice_ctx(cpu);
-	u64 lead;
+	struct floor_cpu_stat *st = cpu_stat(cpu);
+	struct cur_run *r = cur_run(cpu);
+	u64 lead, slice = cpu_slice(cpu);
 
 	if (vtime_before(vtime_now, p->scx.dsq_vtime))
 		vtime_now = p->scx.dsq_vtime;
 	waiter_del(p);
+	/* The CPU's slice may have shrunk since the task was queued. */
+	if (p->scx.slice > slice)
+		p->scx.slice = slice;
+	if (st && p->pid != policy_tid) {
+		s32 own = scx_bpf_dsq_nr_queued(cpu);
+		s32 local = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
+		s32 shared = scx_bpf_dsq_nr_queued(FLOOR_SHARED_DSQ);
+		u64 on = nr_online ? nr_online : 1;
+
+		st->nr_runnable = 1 + (own > 0 ? own : 0) + (local > 0 ? local : 0) +
+				  ((shared > 0 ? (u64)shared : 0) + on - 1) / on;
+		st->last_slice_ns = p->scx.slice;
+	}
 	if (!sc)
 		return;
 	sc->started_ns = bpf_ktime_get_ns();
+	if (r) {
+		r->vtime = p->scx.dsq_vtime;
+		r->weight = p->scx.weight;
+		r->since_ns = sc->started_ns;
+	}
 	sc->exec_start_ns = p->se.sum_exec_runtime;
 	sc->slice_ns = p->scx.slice;
 	sc->pid = p->pid;
@@ -391,8 +488,8 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 	 * higher class interrupted it). Re-arming replaces any pending expiry.
 	 */
 	lead = timer_lead_ns >= 0 ? (u64)timer_lead_ns : sc->lat_est_ns;
-	if (lead > sc->slice_ns / 2)
-		lead = sc->slice_ns / 2;
+	if (lead > sc->slice_ns - sc->slice_ns / 8)
+		lead = sc->slice_ns - sc->slice_ns / 8;
 	sc->timer_at_ns = sc->started_ns + sc->slice_ns - lead;
 	bpf_timer_start(&sc->timer, sc->slice_ns - lead, BPF_F_TIMER_CPU_PIN);
 }
@@ -403,7 +500,10 @@ void BPF_STRUCT_OPS(floor_stopping, struct task_struct *p, bool runnable)
 	struct slice_ctx *sc = slice_ctx(cpu);
 	struct floor_cpu_stat *st = cpu_stat(cpu);
 	u64 now = bpf_ktime_get_ns(), ran, over, exec;
+	struct cur_run *r = cur_run(cpu);
 
+	if (r)
+		r->since_ns = 0;
 	if (!sc || !st || !sc->started_ns)
 		return;
 	ran = now > sc->started_ns ? now - sc->started_ns : 0;
@@ -424,10 +524,20 @@ void BPF_STRUCT_OPS(floor_stopping, struct task_struct *p, bool runnable)
 	if (runnable && sc->expired != 2 && (sc->expired || p->scx.slice == 0)) {
 		/* Learn the timer's latency from the runs it ended. */
 		if (sc->expired && now > sc->timer_at_ns) {
-			s64 err = (s64)(now - sc->timer_at_ns) - (s64)sc->lat_est_ns;
+			u64 sample = now - sc->timer_at_ns, cap = 2 * sc->lat_est_ns + 20000;
+			s64 err;
+
+			if (sample > cap)
+				sample = cap;
+			err = (s64)sample - (s64)sc->lat_est_ns;
 
 			sc->lat_est_ns = (u64)((s64)sc->lat_est_ns + err / 8);
 			st->timer_lat_ns = sc->lat_est_ns;
+			if (sc->expired == 1 && sc->fired_ns >= sc->timer_at_ns && now >= sc->fired_ns) {
+				st->nr_timer_ended++;
+				st->timer_fire_delay_sum_ns += sc->fired_ns - sc->timer_at_ns;
+				st->timer_switch_delay_sum_ns += now - sc->fired_ns;
+			}
 		}
 		over = ran > sc->slice_ns ? ran - sc->slice_ns : 0;
 		st->nr_slice_expired++;
@@ -461,11 +571,18 @@ void BPF_STRUCT_OPS(floor_disable, struct task_struct *p)
 void BPF_STRUCT_OPS(floor_cpu_online, s32 cpu)
 {
 	__sync_fetch_and_add(&nr_cpu_hotplug, 1);
+	__sync_fetch_and_add(&nr_online, 1);
 }
 
 void BPF_STRUCT_OPS(floor_cpu_offline, s32 cpu)
 {
+	struct cur_run *r = cur_run(cpu);
+
 	__sync_fetch_and_add(&nr_cpu_hotplug, 1);
+	if (nr_online > 1)
+		__sync_fetch_and_sub(&nr_online, 1);
+	if (r)
+		r->since_ns = 0;
 }
 
 /*
@@ -585,6 +702,12 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(floor_init)
 	ret = scx_bpf_create_dsq(FLOOR_SHARED_DSQ, -1);
 	if (ret)
 		return ret;
+	{
+		const struct cpumask *online = scx_bpf_get_online_cpumask();
+
+		nr_online = bpf_cpumask_weight(online);
+		scx_bpf_put_cpumask(online);
+	}
 	bpf_for(i, 0, nr_cpus) {
 		ret = scx_bpf_create_dsq(i, -1);
 		if (ret)
@@ -622,5 +745,6 @@ SCX_OPS_DEFINE(floor_ops,
 	       .cpu_offline = (void *)floor_cpu_offline,
 	       .init = (void *)floor_init,
 	       .exit = (void *)floor_exit,
+	       .flags = SCX_OPS_ENQ_LAST,
 	       .timeout_ms = FLOOR_WATCHDOG_TIMEOUT_MS,
 	       .name = "scx_floor");

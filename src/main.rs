@@ -13,6 +13,7 @@ mod knobs;
 mod policy;
 mod sched;
 mod server;
+mod slice;
 mod stats;
 
 use std::mem::MaybeUninit;
@@ -39,6 +40,26 @@ pub struct Opts {
           value_parser = clap::value_parser!(u64).range(20..=100_000))]
     slice_us: u64,
 
+    /// Latency-target mode: each runnable normal task on a CPU should run
+    /// once within this many us, so the slice there is max(--min-slice-us,
+    /// L / runnable tasks), updated by the policy loop as the load changes
+    /// (100 to 1000000; replaces --slice-us).
+    #[arg(long, value_name = "US", conflicts_with = "slice_us",
+          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    latency_us: Option<u64>,
+
+    /// Lower bound of the slice in latency-target mode, us (20 to 100000,
+    /// at most --latency-us; default: --latency-us / 8, the ratio of the
+    /// classic CFS defaults 6 ms / 0.75 ms).
+    #[arg(long, value_name = "US", requires = "latency_us",
+          value_parser = clap::value_parser!(u64).range(20..=100_000))]
+    min_slice_us: Option<u64>,
+
+    /// Do not preempt the running task when a task with a much lower vtime
+    /// wakes (by default it is preempted at once, not at its slice's end).
+    #[arg(long)]
+    no_wakeup_preempt: bool,
+
     /// Do not arm the per-CPU slice hrtimer: slices end at the next
     /// scheduler tick instead (for A/B comparison).
     #[arg(long)]
@@ -55,6 +76,13 @@ pub struct Opts {
     /// ms/s, time taken by higher classes, slice expiries and overshoots.
     #[arg(long, value_name = "SECS", value_parser = parse_stats_secs)]
     stats: Option<f64>,
+
+    /// Also write the stats as JSON to FILE (replaced atomically, mode 0600):
+    /// per-CPU counters since load with the run-length and overshoot
+    /// histograms, and the server's figures. Written at every --stats
+    /// interval and at exit.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<std::path::PathBuf>,
 
     /// Size in bytes of the debug dump printed when the kernel ejects the
     /// scheduler (0: the kernel's default).
@@ -155,6 +183,21 @@ fn init_log(verbose: bool) -> Result<()> {
     Ok(())
 }
 
+/// The slice policy from the flags. Errors: --min-slice-us above --latency-us.
+fn slice_mode(opts: &Opts) -> Result<slice::SliceMode> {
+    let Some(l) = opts.latency_us else {
+        return Ok(slice::SliceMode::Fixed(opts.slice_us * 1000));
+    };
+    let m = opts.min_slice_us.unwrap_or((l / 8).max(20));
+    if m > l {
+        anyhow::bail!("--min-slice-us {m} must be at most --latency-us ({l})");
+    }
+    Ok(slice::SliceMode::Latency {
+        latency_ns: l * 1000,
+        min_ns: m * 1000,
+    })
+}
+
 /// The server settings, checked. Errors: runtime out of 1..=period.
 fn server_config(opts: &Opts) -> Result<Option<server::ServerConfig>> {
     if opts.no_server {
@@ -194,6 +237,7 @@ fn lock_state_dir(dir: &Path) -> Result<std::fs::File> {
 fn run(opts: Opts) -> Result<()> {
     // Nothing on the system changes before all of these pass.
     let server = server_config(&opts)?;
+    let slice = slice_mode(&opts)?;
     checks::require_root(unsafe { libc::geteuid() })?;
     checks::require_scx_free(&checks::read_state(Path::new(checks::SCX_SYSFS)))?;
     if let Ok(cmdline) = std::fs::read_to_string("/proc/cmdline") {
@@ -219,7 +263,9 @@ fn run(opts: Opts) -> Result<()> {
         .context("installing the SIGINT/SIGTERM handler")?;
 
     let cfg = sched::SchedConfig {
-        slice_ns: opts.slice_us * 1000,
+        // Latency mode: a CPU with one task gets the whole target.
+        slice_ns: slice.slice_for(1),
+        wakeup_preempt: !opts.no_wakeup_preempt,
         slice_timer: !opts.no_slice_timer,
         timer_lead_ns: match opts.timer_lead_us {
             TimerLead::Auto => -1,
@@ -238,6 +284,8 @@ fn run(opts: Opts) -> Result<()> {
             _ => policy::BoostMode::Auto,
         },
         stats_every: opts.stats.map(Duration::from_secs_f64),
+        stats_json: opts.stats_json.clone(),
+        slice,
         state_dir: state_dir.to_path_buf(),
     };
     loop {
@@ -337,6 +385,38 @@ mod tests {
         assert!(parse(&["--boost", "rr"]).is_err());
         let o = parse(&["--server-runtime-us", "1000", "--server-period-us", "1000"]).unwrap();
         assert_eq!(server_config(&o).unwrap().unwrap().margin_ns, 0);
+    }
+
+    #[test]
+    fn latency_mode_flags() {
+        use slice::SliceMode;
+        let m = |a: &[&str]| slice_mode(&parse(a).unwrap());
+        assert_eq!(m(&[]).unwrap(), SliceMode::Fixed(3_000_000));
+        assert_eq!(
+            m(&["--latency-us", "1000", "--min-slice-us", "400"]).unwrap(),
+            SliceMode::Latency {
+                latency_ns: 1_000_000,
+                min_ns: 400_000
+            }
+        );
+        assert_eq!(
+            m(&["--latency-us", "6000"]).unwrap(),
+            SliceMode::Latency {
+                latency_ns: 6_000_000,
+                min_ns: 750_000
+            }
+        );
+        assert!(m(&["--latency-us", "1000", "--min-slice-us", "2000"])
+            .unwrap_err()
+            .to_string()
+            .contains("at most --latency-us"));
+        // --min-slice-us alone, both modes at once, out of range
+        assert!(parse(&["--min-slice-us", "400"]).is_err());
+        assert!(parse(&["--latency-us", "1000", "--slice-us", "500"]).is_err());
+        for bad in ["99", "1000001", "x"] {
+            assert!(parse(&["--latency-us", bad]).is_err(), "{bad} accepted");
+        }
+        assert!(parse(&["--latency-us", "1000", "--min-slice-us", "19"]).is_err());
     }
 
     #[test]

@@ -41,6 +41,7 @@ use crate::boost::{self, Entry, Journal, SchedAttr};
 use crate::knobs::{self, Knobs};
 use crate::sched::{monotonic_ns, online_cpus, BpfView, Scheduler};
 use crate::server::{Action, CpuServer, ServerConfig, TaskNow, Waiter, MAX_BOOSTED};
+use crate::slice::{CpuSlice, SliceMode};
 use crate::stats::{self, CpuCounters, ServerRow};
 
 /// Where the journals live: root-only, gone at reboot (tmpfs).
@@ -80,6 +81,11 @@ pub struct PolicyConfig {
     pub boost_mode: BoostMode,
     /// print stats this often
     pub stats_every: Option<Duration>,
+    /// write the stats as JSON to this file (at every stats interval, and
+    /// at exit)
+    pub stats_json: Option<PathBuf>,
+    /// how slices are chosen
+    pub slice: SliceMode,
     /// journals
     pub state_dir: PathBuf,
 }
@@ -532,6 +538,31 @@ fn snapshot(view: &BpfView) -> (u64, Vec<(usize, CpuCounters)>) {
     )
 }
 
+fn server_rows(reports: &[Mutex<ServerRow>]) -> Vec<ServerRow> {
+    reports
+        .iter()
+        .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).clone())
+        .collect()
+}
+
+/// Writes `--stats-json`: every CPU's counters since load (histograms
+/// included) and the server rows. Errors are logged, not fatal.
+fn write_json(
+    path: &std::path::Path,
+    view: &BpfView,
+    cfg: &PolicyConfig,
+    reports: &[Mutex<ServerRow>],
+) {
+    let (t, cpus) = snapshot(view);
+    let doc = stats::StatsDoc::new(t, &cfg.slice, cpus, server_rows(reports));
+    let r = serde_json::to_string_pretty(&doc)
+        .map_err(anyhow::Error::from)
+        .and_then(|b| boost::write_atomic(path, &b));
+    if let Err(e) = r {
+        warn!("--stats-json {}: {e:#}", path.display());
+    }
+}
+
 fn report(
     view: &BpfView,
     last: &mut Option<(u64, Vec<(usize, CpuCounters)>)>,
@@ -554,10 +585,7 @@ fn report(
             every.as_secs_f64(),
             stats::format_table(&rows)
         );
-        let srows: Vec<ServerRow> = reports
-            .iter()
-            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).clone())
-            .collect();
+        let srows = server_rows(reports);
         if !srows.is_empty() {
             s += &stats::format_server_table(&srows);
         }
@@ -660,16 +688,32 @@ fn run_servers(
             .stats_every
             .map(|d| monotonic_ns() + d.as_nanos() as u64);
         let mut failed = None;
+        // The slice policy polls each CPU's load every 10 ms (memory reads
+        // and writes in the mmapped .bss, no system call besides the sleep).
+        let nr_cpus = *scx_utils::NR_CPU_IDS;
+        let mut slices = vec![CpuSlice::default(); nr_cpus];
+        let tick = if cfg.slice.is_dynamic() { 10 } else { 20 };
         while !shutdown.load(Ordering::Relaxed) && !view.exited() {
             if let Some(h) = handles.iter().position(|h| h.is_finished()) {
                 failed = Some(handles.swap_remove(h).join());
                 break;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(tick));
+            if cfg.slice.is_dynamic() {
+                for (cpu, st) in slices.iter_mut().enumerate() {
+                    if let Some(ns) = st.poll(&cfg.slice, view.nr_runnable(cpu)) {
+                        debug!("cpu {cpu}: {} runnable, slice {} us", st.nr, ns / 1000);
+                        view.set_slice(cpu, ns);
+                    }
+                }
+            }
             if let (Some(t), Some(every)) = (next_stats, cfg.stats_every) {
                 if monotonic_ns() >= t {
                     next_stats = Some(t + every.as_nanos() as u64);
                     report(view, &mut last, every, &reports);
+                    if let Some(p) = &cfg.stats_json {
+                        write_json(p, view, cfg, &reports);
+                    }
                 }
             }
         }
@@ -684,6 +728,9 @@ fn run_servers(
                 Err(_) => warn!("a server thread panicked"),
                 Ok(Ok(())) => {}
             }
+        }
+        if let Some(p) = &cfg.stats_json {
+            write_json(p, view, cfg, &reports);
         }
         match failed {
             Some(Ok(Err(e))) => Err(e.context("a server thread stopped")),

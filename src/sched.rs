@@ -26,6 +26,8 @@ pub struct SchedConfig {
     pub slice_timer: bool,
     /// arm the timer this many ns early; -1: learn the latency per CPU
     pub timer_lead_ns: i64,
+    /// a waking task with a much lower vtime preempts the running one
+    pub wakeup_preempt: bool,
     /// debug dump length for the kernel's exit report (0: kernel default)
     pub exit_dump_len: u32,
     /// libbpf debug output
@@ -74,6 +76,12 @@ fn counters_of(s: &types::floor_cpu_stat) -> CpuCounters {
         nr_timer_kicks: rd(&s.nr_timer_kicks),
         hi_running: rd(&s.hi_running),
         timer_lat_ns: rd(&s.timer_lat_ns),
+        nr_runnable: rd(&s.nr_runnable),
+        last_slice_ns: rd(&s.last_slice_ns),
+        nr_wakeup_preempt: rd(&s.nr_wakeup_preempt),
+        nr_timer_ended: rd(&s.nr_timer_ended),
+        timer_fire_delay_sum_ns: rd(&s.timer_fire_delay_sum_ns),
+        timer_switch_delay_sum_ns: rd(&s.timer_switch_delay_sum_ns),
         runlen: hist(&s.runlen_hist),
         overshoot: hist(&s.overshoot_hist),
     }
@@ -99,8 +107,17 @@ impl<'a> Scheduler<'a> {
         ro.slice_ns = cfg.slice_ns;
         ro.slice_timer = cfg.slice_timer;
         ro.timer_lead_ns = cfg.timer_lead_ns;
+        ro.wakeup_preempt = cfg.wakeup_preempt;
 
         let mut skel = scx_ops_load!(skel, floor_ops, uei)?;
+        // The policy loop runs on this (the main) thread: its runs are not load samples.
+        // SAFETY: plain syscall.
+        let tid = unsafe { libc::gettid() } as u32;
+        skel.maps
+            .bss_data
+            .as_mut()
+            .context("bss not mapped")?
+            .policy_tid = tid;
         let link = scx_ops_attach!(skel, floor_ops)?;
         info!(
             "scx_floor {} attached: slice {} us, {} ({} CPUs)",
@@ -232,6 +249,22 @@ impl BpfView {
             Some((tid, w))
         })
         .collect()
+    }
+
+    /// Runnable normal tasks on `cpu` at its last run start (see
+    /// `nr_runnable` in bpf/intf.h).
+    pub fn nr_runnable(&self, cpu: usize) -> u64 {
+        // SAFETY: see stat().
+        unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*self.stat(cpu)).nr_runnable)) }
+    }
+
+    /// Sets the slice (ns) of runs starting on `cpu` from now on; 0 returns
+    /// the CPU to the loader's default slice.
+    pub fn set_slice(&self, cpu: usize, slice_ns: u64) {
+        // SAFETY: a u64 in the mmapped .bss (cpu < FLOOR_MAX_CPUS, checked
+        // at load); the BPF side only reads it.
+        let p = unsafe { std::ptr::addr_of_mut!((*self.bss).cpu_slice_ns[cpu]) };
+        unsafe { AtomicU64::from_ptr(p) }.store(slice_ns, Ordering::Relaxed);
     }
 
     /// Asks the BPF side to wake CPU `cpu`'s server when starvation begins.

@@ -35,6 +35,18 @@ pub struct CpuCounters {
     pub hi_running: u64,
     /// the slice timer's learned latency, ns
     pub timer_lat_ns: u64,
+    /// runnable normal tasks at the last run start (the slice policy's load)
+    pub nr_runnable: u64,
+    /// slice of the last run started, ns
+    pub last_slice_ns: u64,
+    /// wake-ups that preempted the running task (vtime rule)
+    pub nr_wakeup_preempt: u64,
+    /// runs the slice timer ended (with the two delays below measured)
+    pub nr_timer_ended: u64,
+    /// sum of delays from the armed expiry to the timer callback, ns
+    pub timer_fire_delay_sum_ns: u64,
+    /// sum of delays from the timer callback to the switch-out, ns
+    pub timer_switch_delay_sum_ns: u64,
     /// histogram of run lengths, ns
     pub runlen: Hist,
     /// histogram of overshoots past the slice, ns
@@ -87,6 +99,12 @@ pub struct CpuInterval {
     pub max_overshoot_us: f64,
     /// the slice timer's learned latency now, us
     pub timer_lat_us: f64,
+    /// slice of the last run started, us
+    pub slice_us: f64,
+    /// runnable normal tasks at the last run start
+    pub nr_runnable: u64,
+    /// wake-ups that preempted the running task
+    pub wakeup_preempts: u64,
 }
 
 fn per_s(d_ns: u64, dt_ns: u64) -> f64 {
@@ -143,6 +161,9 @@ pub fn interval(
         p99_overshoot_us: over.quantile_upper_ns(0.99).map(|v| v as f64 / 1000.0),
         max_overshoot_us: b.overshoot_max_ns as f64 / 1000.0,
         timer_lat_us: b.timer_lat_ns as f64 / 1000.0,
+        slice_us: b.last_slice_ns as f64 / 1000.0,
+        nr_runnable: b.nr_runnable,
+        wakeup_preempts: b.nr_wakeup_preempt.saturating_sub(a.nr_wakeup_preempt),
     }
 }
 
@@ -154,11 +175,11 @@ fn opt(v: Option<f64>) -> String {
 pub fn format_table(rows: &[CpuInterval]) -> String {
     let mut s = String::from(
         "cpu normal_ms/s boost_ms/s starved_ms/s hi_preempt migrated   runs expired \
-         run_mean_us run_p99_us over_mean_us over_p99_us over_max_us timer_lat_us\n",
+         run_mean_us run_p99_us over_mean_us over_p99_us over_max_us timer_lat_us slice_us nr wake_preempt\n",
     );
     for r in rows {
         s += &format!(
-            "{:>3} {:>12.1} {:>10.1} {:>12.1} {:>10} {:>8} {:>6} {:>7} {:>11} {:>10} {:>12} {:>11} {:>11.1} {:>12.1}\n",
+            "{:>3} {:>12.1} {:>10.1} {:>12.1} {:>10} {:>8} {:>6} {:>7} {:>11} {:>10} {:>12} {:>11} {:>11.1} {:>12.1} {:>8.0} {:>2} {:>12}\n",
             r.cpu,
             r.normal_ms_per_s,
             r.boosted_ms_per_s,
@@ -172,7 +193,10 @@ pub fn format_table(rows: &[CpuInterval]) -> String {
             opt(r.mean_overshoot_us),
             opt(r.p99_overshoot_us),
             r.max_overshoot_us,
-            r.timer_lat_us
+            r.timer_lat_us,
+            r.slice_us,
+            r.nr_runnable,
+            r.wakeup_preempts
         );
     }
     s
@@ -235,6 +259,110 @@ mod tests {
         let t = format_table(&[r]);
         assert_eq!(t.lines().count(), 2);
         assert!(t.lines().nth(1).unwrap().contains(" - "));
+    }
+}
+
+/// Summary of a histogram for the JSON output: count and quantiles (bucket
+/// upper bounds, ns: at most 25% above the true value).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HistSummary {
+    /// values recorded
+    pub count: u64,
+    /// median, ns
+    pub p50_ns: Option<u64>,
+    /// 90th percentile, ns
+    pub p90_ns: Option<u64>,
+    /// 99th percentile, ns
+    pub p99_ns: Option<u64>,
+    /// 99.9th percentile, ns
+    pub p999_ns: Option<u64>,
+    /// the highest non-empty bucket's upper bound, ns
+    pub max_ns: Option<u64>,
+}
+
+impl HistSummary {
+    /// Summarises `h`.
+    pub fn of(h: &Hist) -> Self {
+        HistSummary {
+            count: h.total(),
+            p50_ns: h.quantile_upper_ns(0.5),
+            p90_ns: h.quantile_upper_ns(0.9),
+            p99_ns: h.quantile_upper_ns(0.99),
+            p999_ns: h.quantile_upper_ns(0.999),
+            max_ns: h.quantile_upper_ns(1.0),
+        }
+    }
+}
+
+/// One CPU in `--stats-json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuDoc {
+    /// CPU number
+    pub cpu: usize,
+    /// counters since load; `runlen.counts` / `overshoot.counts` are the
+    /// histograms, bucket `i` holding values from `hist_bucket_lo_ns[i]`
+    pub counters: CpuCounters,
+    /// run lengths of normal tasks since load
+    pub runlen: HistSummary,
+    /// overshoots past the slice since load
+    pub overshoot: HistSummary,
+}
+
+/// The `--stats-json` document (`serde_json`, pretty-printed). Schema
+/// version 1; all times in ns unless the name says otherwise.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatsDoc {
+    /// schema version
+    pub version: u32,
+    /// CLOCK_MONOTONIC of the snapshot, ns
+    pub time_ns: u64,
+    /// "fixed" or "latency"
+    pub slice_mode: &'static str,
+    /// fixed slice, or the latency target, ns
+    pub slice_ns: u64,
+    /// minimum slice in latency mode, ns (0 in fixed mode)
+    pub min_slice_ns: u64,
+    /// lower bound (ns) of each histogram bucket
+    pub hist_bucket_lo_ns: Vec<u64>,
+    /// every online CPU
+    pub cpus: Vec<CpuDoc>,
+    /// the bandwidth server, one row per served CPU (empty without server)
+    pub server: Vec<ServerRow>,
+}
+
+impl StatsDoc {
+    /// Builds the document from one snapshot taken at `time_ns`.
+    pub fn new(
+        time_ns: u64,
+        mode: &crate::slice::SliceMode,
+        cpus: Vec<(usize, CpuCounters)>,
+        server: Vec<ServerRow>,
+    ) -> Self {
+        use crate::slice::SliceMode;
+        let (slice_mode, slice_ns, min_slice_ns) = match *mode {
+            SliceMode::Fixed(s) => ("fixed", s, 0),
+            SliceMode::Latency { latency_ns, min_ns } => ("latency", latency_ns, min_ns),
+        };
+        StatsDoc {
+            version: 1,
+            time_ns,
+            slice_mode,
+            slice_ns,
+            min_slice_ns,
+            hist_bucket_lo_ns: (0..crate::hist::BUCKETS)
+                .map(|b| crate::hist::bucket_bounds(b).0)
+                .collect(),
+            cpus: cpus
+                .into_iter()
+                .map(|(cpu, c)| CpuDoc {
+                    cpu,
+                    runlen: HistSummary::of(&c.runlen),
+                    overshoot: HistSummary::of(&c.overshoot),
+                    counters: c,
+                })
+                .collect(),
+            server,
+        }
     }
 }
 

@@ -1,0 +1,34 @@
+#!/bin/bash
+# Wake-up preemption by the vtime rule (issue 4): a SCHED_OTHER cyclictest
+# thread on CPU 1 (wakes every 5 ms, runs microseconds) shares the CPU with a
+# CPU hog under 4 ms slices. Its vtime stays far behind the hog's, so each
+# wake-up should preempt the hog at once: the mean wake-up latency must be
+# well under the slice. With --no-wakeup-preempt it waits for the hog's
+# slice to end (mean ~2 ms), which shows the test can fail.
+source "$(dirname "$0")/lib.sh"
+taskset -p -c 0 $$ >/dev/null
+
+# lat ARGS...: prints "avg_us max_us wakeup_preempts" of 5 s of cyclictest.
+lat() {
+	local h out avg max j=$LOGDIR/wakeup.json
+	rm -f "$j"
+	start_floor --slice-us 4000 --stats-json "$j" "$@"
+	h=$(hog 1)
+	sleep 0.5
+	out=$(chrt -o 0 cyclictest -a 1 -t 1 --policy=other -p 0 -i 5000 -D 5 -q 2>&1)
+	kill "$h"; wait "$h" 2>/dev/null
+	stop_floor || fail "scx_floor exited non-zero"
+	avg=$(sed -n 's/.*Avg: *\([0-9]*\).*/\1/p' <<<"$out" | head -1)
+	max=$(sed -n 's/.*Max: *\([0-9]*\).*/\1/p' <<<"$out" | head -1)
+	[ -n "$avg" ] && [ -n "$max" ] || { echo "cyclictest said: $out" >&2; return 1; }
+	echo "$avg $max $(jq '[.cpus[].counters.nr_wakeup_preempt] | add' "$j")"
+}
+
+read -r on_avg on_max on_n < <(lat) || fail "measurement with wake-up preemption failed"
+note "wake-up preemption on:  avg $on_avg us, max $on_max us ($on_n preempting wake-ups)"
+read -r off_avg off_max off_n < <(lat --no-wakeup-preempt) || fail "measurement without failed"
+note "wake-up preemption off: avg $off_avg us, max $off_max us ($off_n)"
+ge "$on_n" 500 || fail "only $on_n wake-ups preempted (1000 expected in 5 s)"
+[ "$off_n" = 0 ] || fail "--no-wakeup-preempt still preempted $off_n times"
+le "$on_avg" 1000 || fail "mean wake-up latency $on_avg us with preemption (a 4 ms slice would give ~2000)"
+ge "$off_avg" 1000 || fail "without preemption the mean is only $off_avg us: the test does not show the rule"
