@@ -308,6 +308,13 @@ fn run(opts: Opts) -> Result<i32> {
         log::warn!("{e}");
     }
     for fr in &floor_runs {
+        if let Some(line) = fr.stats.as_ref().and_then(|s| report::floor_runlen(s, cpu)) {
+            for r in rows.iter_mut().filter(|r| {
+                r.config == fr.config && r.scenario == "s2" && fr.scenarios.contains(&r.scenario)
+            }) {
+                r.details.push_str(&format!("; {line}"));
+            }
+        }
         if fr.ejected || fr.exit_code != Some(0) {
             for r in rows
                 .iter_mut()
@@ -355,10 +362,7 @@ fn run(opts: Opts) -> Result<i32> {
         "scx_floor_runs": floor_runs,
         "kernel_log_errors": sys::dmesg_scx_errors().get(dmesg_base..).unwrap_or_default(),
     });
-    std::fs::write(
-        opts.out.join("ab.json"),
-        serde_json::to_string_pretty(&doc)?,
-    )?;
+    std::fs::write(opts.out.join("ab.json"), serde_json::to_string(&doc)?)?;
     let header = format!(
         "scx_floor-ab, {}, kernel {}, {} CPUs (measured CPU {cpu}), `{}`, {:.0} s\n\n",
         report::utc_string(now),

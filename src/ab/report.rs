@@ -65,6 +65,23 @@ pub fn ratio(value: Option<f64>, stock: Option<f64>, kind: RatioKind) -> Option<
     (den != 0.0 && num.is_finite() && den.is_finite()).then(|| num / den)
 }
 
+/// From scx_floor's `--stats-json` document, its own (BPF) run-length
+/// summary of `cpu` as "p50 / p99 ms (count runs)", if there.
+pub fn floor_runlen(stats: &serde_json::Value, cpu: usize) -> Option<String> {
+    let c = stats["cpus"]
+        .as_array()?
+        .iter()
+        .find(|c| c["cpu"].as_u64() == Some(cpu as u64))?;
+    let r = &c["runlen"];
+    let ms = |k: &str| r[k].as_f64().map(|v| fmt_num(v / 1e6));
+    Some(format!(
+        "scx_floor's BPF histogram: p50 {} / p99 {} ms ({} runs)",
+        ms("p50_ns")?,
+        ms("p99_ns")?,
+        r["count"].as_u64()?
+    ))
+}
+
 /// A number with about 3 significant digits.
 pub fn fmt_num(v: f64) -> String {
     let a = v.abs();
@@ -220,6 +237,19 @@ mod tests {
         );
         // every line has the same number of cells
         assert!(lines.iter().all(|l| l.matches('|').count() == 8));
+    }
+
+    #[test]
+    fn floor_runlen_from_stats_json() {
+        let doc = serde_json::json!({"cpus": [
+            {"cpu": 0, "runlen": {"count": 5, "p50_ns": 1_000_000, "p99_ns": 2_000_000}},
+            {"cpu": 1, "runlen": {"count": 9000, "p50_ns": 524_288, "p99_ns": 655_360}}]});
+        assert_eq!(
+            floor_runlen(&doc, 1).unwrap(),
+            "scx_floor's BPF histogram: p50 0.524 / p99 0.655 ms (9000 runs)"
+        );
+        assert_eq!(floor_runlen(&doc, 2), None);
+        assert_eq!(floor_runlen(&serde_json::json!({}), 1), None);
     }
 
     #[test]
