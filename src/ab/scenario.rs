@@ -350,6 +350,8 @@ pub fn start_floor(ctx: &Ctx, args: &[String], tag: &str, stats_json: bool) -> R
         &ctx.cpus,
     )?;
     let pid = child.id() as i32;
+    // stopped by SIGINT (stop_floor, or cleanup), not SIGKILLed with the workloads
+    sys::forget(pid);
     sys::set_floor(Some(pid));
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -742,8 +744,9 @@ fn run_workload(ctx: &Ctx, cmd: &mut Command, secs: f64) -> Result<String> {
     let child = sys::spawn(cmd, Policy::Other, &ctx.cpus)?;
     let pid = child.id() as i32;
     let _wd = Watchdog::arm(vec![pid], Duration::from_secs_f64(secs));
-    let out = child.wait_with_output()?;
-    let _ = pid;
+    let out = child.wait_with_output();
+    sys::forget(pid);
+    let out = out?;
     if !out.status.success() {
         bail!(
             "{:?} failed ({}): {}",

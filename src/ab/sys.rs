@@ -121,14 +121,17 @@ pub fn kill9(pid: i32) {
     unsafe { libc::kill(pid, libc::SIGKILL) };
 }
 
-/// Kill and reap children; forget them for cleanup.
+/// Kill and reap children; forget them for cleanup. A child already reaped
+/// is not signalled again (its pid may have been reused).
 pub fn kill_all(children: &mut [Child]) {
     for c in children.iter_mut() {
-        kill9(c.id() as i32);
+        if !matches!(c.try_wait(), Ok(Some(_))) {
+            kill9(c.id() as i32);
+        }
     }
     for c in children.iter_mut() {
         let _ = c.wait();
-        unregister(c.id() as i32);
+        forget(c.id() as i32);
     }
 }
 
@@ -202,7 +205,8 @@ fn register(pid: i32) {
     with_cleanup(|c| c.pids.push(pid));
 }
 
-fn unregister(pid: i32) {
+/// A workload has been reaped: cleanup must not signal its pid any more.
+pub fn forget(pid: i32) {
     with_cleanup(|c| c.pids.retain(|&p| p != pid));
 }
 

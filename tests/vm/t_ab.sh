@@ -3,8 +3,9 @@
 # nothing; a --quick run of every scenario under stock and scx-floor writes a
 # JSON row for each pair, the table and both PNGs, and puts every knob back;
 # SIGINT and SIGTERM mid-run stop the hogs and scx_floor and restore the
-# knobs; the harness's S1 figure agrees with a measurement by hand
-# (scenarios.md: schedstat field 1 of a normal task under an RR hog, 6 s).
+# knobs; the harness's S1 and S2 figures agree with measurements by hand
+# (scenarios.md: schedstat of a normal task under an RR hog, 6 s; of two
+# hogs sharing a CPU, 5 s).
 source "$(dirname "$0")/lib.sh"
 AB=${AB:-$ROOT/target/release/scx_floor-ab}
 OUT=$LOGDIR/ab.$$
@@ -98,5 +99,15 @@ ab=$(jq -r '.rows[] | select(.scenario == "s1" and .config == "stock") | .value'
 note "S1 stock: by hand $hand ms/s, harness $ab ms/s"
 awk -v a="$hand" -v b="$ab" 'BEGIN { d = a - b; exit !(d < 12 && d > -12) }' \
 	|| fail "S1 by hand ($hand ms/s) and the harness ($ab ms/s) differ by 12 ms/s or more"
+# S2 by hand (stock: two hogs, schedstat field 1 / field 3 over 5 s) against the
+# harness's figure: the mean slice of stock EEVDF moves by ~20% between runs here.
+a=$(hog $CPU); b=$(hog $CPU)
+sleep 0.5
+hand2=$(mean_slice_ms 5 "$a" "$b")
+kill -KILL "$a" "$b" 2>/dev/null
+ab2=$(jq -r '.rows[] | select(.scenario == "s2" and .config == "stock") | .value' "$J")
+note "S2 stock: by hand $hand2 ms, harness $ab2 ms"
+awk -v a="$hand2" -v b="$ab2" 'BEGIN { exit !(b > 0 && a / b < 1.6 && a / b > 0.625) }' \
+	|| fail "S2 by hand ($hand2 ms) and the harness ($ab2 ms) differ by a factor of 1.6 or more"
 errs=$(dmesg_errors)
 [ -z "$errs" ] || { echo "$errs"; fail "dmesg reports sched_ext trouble"; }
