@@ -340,7 +340,7 @@ pub fn start_floor(ctx: &Ctx, args: &[String], tag: &str, stats_json: bool) -> R
         args.push("--stats-json".into());
         args.push(p.display().to_string());
     }
-    let child = sys::spawn(
+    let child = sys::spawn_with_death(
         Command::new(&ctx.floor)
             .args(&args)
             .stdin(Stdio::null())
@@ -348,6 +348,7 @@ pub fn start_floor(ctx: &Ctx, args: &[String], tag: &str, stats_json: bool) -> R
             .stderr(f),
         Policy::Other,
         &ctx.cpus,
+        libc::SIGINT,
     )?;
     let pid = child.id() as i32;
     // stopped by SIGINT (stop_floor, or cleanup), not SIGKILLed with the workloads

@@ -75,12 +75,26 @@ pub fn become_controller(cpu: usize) -> Result<()> {
 /// Start `cmd` with `policy` on `cpus`. The child sets both itself before it
 /// execs: it would otherwise inherit the controller's SCHED_FIFO 99 and CPU.
 /// The policy is set first, so the child never runs at FIFO 99 on a measured
-/// CPU. Registered for cleanup.
+/// CPU. Registered for cleanup; SIGKILLed by the kernel if the harness dies.
 pub fn spawn(cmd: &mut Command, policy: Policy, cpus: &[usize]) -> Result<Child> {
+    spawn_with_death(cmd, policy, cpus, libc::SIGKILL)
+}
+
+/// [`spawn`], with the signal the kernel sends the child if the harness dies
+/// (even by SIGKILL, when no cleanup can run): PR_SET_PDEATHSIG.
+pub fn spawn_with_death(
+    cmd: &mut Command,
+    policy: Policy,
+    cpus: &[usize],
+    death_signal: i32,
+) -> Result<Child> {
     let cpus_v = cpus.to_vec();
     // SAFETY: only async-signal-safe system calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, death_signal as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             set_policy_raw(0, policy)?;
             set_affinity_raw(0, &cpus_v)
         });

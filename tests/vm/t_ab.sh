@@ -71,22 +71,25 @@ done
 [ "$(scx_state)" = disabled ] || fail "sched_ext $(scx_state) after the run"
 [ -z "$(leftovers)" ] || fail "processes left: $(leftovers)"
 
-# SIGINT in S1 with the fair_server off, SIGTERM while scx_floor serves.
-interrupt() { # SIG CONFIG SCENARIO
+# SIGINT in S1 with the fair_server off, SIGTERM while scx_floor serves (exit
+# 130, knobs restored); SIGKILL while scx_floor serves (no cleanup can run: the
+# children's parent-death signals stop the hogs and unload scx_floor).
+interrupt() { # SIG CONFIG SCENARIO EXIT
 	"$AB" --quick --configs "$2" --scenarios "$3" --cpu $CPU --out "$OUT.sig" >/dev/null 2>"$OUT.sig.err" &
 	local p=$! rc
 	sleep 4
 	kill -"$1" $p
 	wait $p; rc=$?
-	[ $rc = 130 ] || fail "SIG$1 during $3 / $2: exit $rc"
+	[ $rc = "$4" ] || fail "SIG$1 during $3 / $2: exit $rc, want $4"
+	wait_state disabled 20 || fail "SIG$1 during $3 / $2: sched_ext $(scx_state)"
 	sleep 0.5
 	[ "$(knobs)" = "$orig" ] || fail "SIG$1 during $3 / $2: knobs $(knobs), were $orig"
-	[ "$(scx_state)" = disabled ] || fail "SIG$1 during $3 / $2: sched_ext $(scx_state)"
 	[ -z "$(leftovers)" ] || fail "SIG$1 during $3 / $2: processes left: $(leftovers)"
-	note "SIG$1 during $3 / $2: exit 130, knobs restored, nothing left running"
+	note "SIG$1 during $3 / $2: exit $rc, knobs as they were, nothing left running"
 }
-interrupt INT stock-noserver s1
-interrupt TERM scx-floor s0
+interrupt INT stock-noserver s1 130
+interrupt TERM scx-floor s0 130
+interrupt KILL scx-floor s1 137
 
 # S1 by hand (stock, fair_server 50 ms / 1 s) against the harness's figure.
 n=$(taskset -c $CPU chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
