@@ -6,6 +6,18 @@
 //! every kernel knob its saved value. After a normal exit the journals are
 //! empty and it just exits.
 //!
+//! While scx_floor is stopped (SIGSTOP, SIGTSTP, a debugger) its server
+//! threads cannot end a boost on time, and the kernel's ext_server is off on
+//! the CPUs it serves. The guardian checks the state of scx_floor every
+//! `STOP_POLL_MS`; when it finds it stopped it replays the journals the same
+//! way (boosted tasks back to their policy, ext_server runtime back to its
+//! saved value), so that no boost outlives the stop by more than
+//! `STOP_POLL_MS`, and logs it. Measured on 7.3: the ext_server does not start
+//! serving a task that was already queued when its runtime comes back, so a
+//! task pinned under an RT hog waits until scx_floor continues or the
+//! sched_ext watchdog (10 s) ejects scx_floor and the fair class takes over. When scx_floor continues, its main loop sees the jump in time
+//! and sets the knobs again (`policy.rs`).
+//!
 //! It ignores SIGINT, SIGTERM and SIGHUP (a Ctrl-C reaches the whole process
 //! group; the guardian must outlive scx_floor, not die with it), runs at
 //! SCHED_FIFO 99 so that RT hogs cannot delay it, and is named
@@ -19,6 +31,19 @@ use anyhow::{bail, Result};
 
 use crate::boost::{self, Journal};
 use crate::knobs::Knobs;
+
+/// How often the guardian checks whether scx_floor is stopped, ms: also the
+/// longest a SCHED_FIFO boost can outlive a SIGSTOP of scx_floor.
+pub const STOP_POLL_MS: i32 = 50;
+
+/// Whether the state letter (field 3 of /proc/PID/stat) is a stopped task
+/// ('T': stopped by a signal, 't': stopped by a tracer).
+pub fn is_stopped_state(stat: &str) -> bool {
+    // The comm field may hold spaces and parentheses: the state follows the last ')'.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .is_some_and(|st| st == "T" || st == "t")
+}
 
 /// Replays both journals under `state_dir`; returns (tasks, knobs) restored.
 pub fn replay_all(state_dir: &Path) -> (usize, usize) {
@@ -71,15 +96,40 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<OwnedFd> {
                 ..Default::default()
             },
         );
+        let parent = format!("/proc/{}/stat", unsafe { libc::getppid() });
         let mut buf = [0u8; 64];
+        let mut stopped = false;
         loop {
-            // SAFETY: reading into our own buffer.
-            let n = unsafe { libc::read(rd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-            if n == 0
-                || (n < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
-            {
-                break;
+            let mut pfd = libc::pollfd {
+                fd: rd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one pollfd of our own.
+            let r = unsafe { libc::poll(&mut pfd, 1, STOP_POLL_MS) };
+            if r > 0 {
+                // SAFETY: reading into our own buffer.
+                let n = unsafe { libc::read(rd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+                if n == 0
+                    || (n < 0
+                        && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
+                {
+                    break;
+                }
+                continue;
             }
+            let now_stopped = std::fs::read_to_string(&parent)
+                .map(|s| is_stopped_state(&s))
+                .unwrap_or(false);
+            if now_stopped && !stopped {
+                let (t, k) = replay_all(state_dir);
+                eprintln!(
+                    "scx_floor-guard: scx_floor is stopped: restored {t} boosted task(s) and {k} kernel knob(s); its server is paused until it continues"
+                );
+            } else if !now_stopped && stopped {
+                eprintln!("scx_floor-guard: scx_floor continues");
+            }
+            stopped = now_stopped;
         }
         let (t, k) = replay_all(state_dir);
         if t + k > 0 {
@@ -91,4 +141,18 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<OwnedFd> {
     // SAFETY: rd is ours; wr is returned as owned.
     unsafe { libc::close(rd) };
     Ok(unsafe { OwnedFd::from_raw_fd(wr) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stopped_states() {
+        assert!(is_stopped_state("123 (scx_floor) T 1 123 123 0 -1"));
+        assert!(is_stopped_state("123 (a) b) (c) t 1 2"));
+        assert!(!is_stopped_state("123 (scx_floor) S 1 123 123 0 -1"));
+        assert!(!is_stopped_state("123 (T) R 1"));
+        assert!(!is_stopped_state("garbage"));
+    }
 }

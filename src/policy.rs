@@ -621,6 +621,27 @@ pub fn run(
     sched.finish()
 }
 
+/// Sets the kernel's ext_server runtime to 0 on the served CPUs (journaled).
+/// Ok(false) when the kernel has no ext_server in debugfs (left alone).
+fn ext_server_off(cfg: &PolicyConfig, knobs: &Knobs) -> Result<bool> {
+    let dir = std::path::Path::new(knobs::EXT_SERVER_DIR);
+    if !dir.exists() {
+        warn!(
+            "{} not found (debugfs not mounted, or no ext_server in this kernel): left alone",
+            knobs::EXT_SERVER_DIR
+        );
+        return Ok(false);
+    }
+    for &cpu in &cfg.cpus {
+        knobs.set(&knobs::ext_server_runtime(dir, cpu), "0")?;
+    }
+    Ok(true)
+}
+
+/// A main-loop sleep that took this much longer than asked means scx_floor
+/// was stopped (SIGSTOP) or starved: the guardian has restored the knobs.
+const STOPPED_GAP_NS: u64 = 500_000_000;
+
 fn run_servers(
     view: &BpfView,
     cfg: &PolicyConfig,
@@ -628,19 +649,11 @@ fn run_servers(
     shutdown: &AtomicBool,
 ) -> Result<()> {
     if let Some(sc) = cfg.server {
-        if cfg.kernel_server_off {
-            let dir = std::path::Path::new(knobs::EXT_SERVER_DIR);
-            if dir.exists() {
-                for &cpu in &cfg.cpus {
-                    knobs.set(&knobs::ext_server_runtime(dir, cpu), "0")?;
-                }
-                info!(
-                    "kernel ext_server runtime set to 0 on CPUs {:?} (restored on exit)",
-                    cfg.cpus
-                );
-            } else {
-                warn!("{} not found (debugfs not mounted, or no ext_server in this kernel): left alone", knobs::EXT_SERVER_DIR);
-            }
+        if cfg.kernel_server_off && ext_server_off(cfg, knobs)? {
+            info!(
+                "kernel ext_server runtime set to 0 on CPUs {:?} (restored on exit)",
+                cfg.cpus
+            );
         }
         info!(
             "bandwidth server: {} us every {} us on CPUs {:?}, boost {:?}",
@@ -698,7 +711,24 @@ fn run_servers(
                 failed = Some(handles.swap_remove(h).join());
                 break;
             }
+            let before = monotonic_ns();
             std::thread::sleep(Duration::from_millis(tick));
+            let slept = monotonic_ns().saturating_sub(before);
+            if slept > tick * 1_000_000 + STOPPED_GAP_NS {
+                // The guardian restored the knobs (and any boosted task)
+                // while we were stopped; the servers' boosts are checked
+                // against the task's policy before they are restored.
+                warn!(
+                    "scx_floor was stopped or starved for {:.1} s",
+                    slept as f64 / 1e9
+                );
+                if cfg.server.is_some() && cfg.kernel_server_off && ext_server_off(cfg, knobs)? {
+                    info!(
+                        "kernel ext_server runtime set to 0 again on CPUs {:?}",
+                        cfg.cpus
+                    );
+                }
+            }
             if cfg.slice.is_dynamic() {
                 for (cpu, st) in slices.iter_mut().enumerate() {
                     if let Some(ns) = st.poll(&cfg.slice, view.nr_runnable(cpu)) {

@@ -140,3 +140,45 @@ wait_ext_server() {
 # as_controller: make this shell FIFO 90 on CPU 0 so that it keeps running
 # while RT hogs own CPU 1 (its children must set their own policy).
 as_controller() { chrt -f -p 90 $$ >/dev/null; taskset -p -c 0 $$ >/dev/null; }
+
+# emu_timer_latency CPU SECS: the emulator's own timer-to-task latency on CPU,
+# in this boot: a SCHED_FIFO 90 cyclictest thread (250 us interval) next to a
+# CPU hog, under the kernel's own scheduler (call it while scx_floor is not
+# loaded). Prints "avg_us p50_us p99_us max_us". On hardware these are a few
+# us; under TCG they are hundreds (p99 around 1.4 ms measured), and they bound
+# how precisely any timer can end a slice.
+emu_timer_latency() {
+	local cpu=$1 secs=$2 h out
+	h=$(hog "$cpu")
+	out=$(cyclictest -p 90 -a "$cpu" -t 1 -i 250 -D "$secs" -q -h 20000 2>&1)
+	kill "$h"; wait "$h" 2>/dev/null
+	awk '/^[0-9]/ { n += $2; c[$1 + 0] = $2 }
+	     /^# Avg Latencies/ { avg = $4 + 0 } /^# Max Latencies/ { max = $4 + 0 }
+	     END { s = 0; for (i = 0; i < 20000; i++) { s += c[i]
+	             if (p50 == "" && s >= n * 0.5) p50 = i; if (p99 == "" && s >= n * 0.99) p99 = i }
+	           if (n == 0) exit 1; print avg, p50, p99, max }' <<<"$out"
+}
+
+# policy_of PID: its policy as chrt names it (SCHED_OTHER, SCHED_FIFO, ...).
+policy_of() { chrt -p "$1" | awk -F': ' '/policy/ {print $2; exit}'; }
+
+# wait_boosted PID SECS: until PID runs at SCHED_FIFO or SCHED_DEADLINE.
+wait_boosted() {
+	local i
+	for ((i = 0; i < $2 * 50; i++)); do
+		case "$(policy_of "$1")" in SCHED_FIFO*|SCHED_DEADLINE*) return 0;; esac
+		sleep 0.02
+	done
+	return 1
+}
+
+# wait_for SECS CMD...: until CMD succeeds (polls every 50 ms); prints the ms waited.
+wait_for() {
+	local secs=$1 i
+	shift
+	for ((i = 0; i < secs * 20; i++)); do
+		"$@" && { echo $((i * 50)); return 0; }
+		sleep 0.05
+	done
+	return 1
+}

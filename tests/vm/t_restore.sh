@@ -8,18 +8,6 @@ as_controller
 orig=$(ext_server_runtime 1)
 [ "$orig" != missing ] || fail "no ext_server in debugfs"
 
-policy_of() { chrt -p "$1" | awk -F': ' '/policy/ {print $2; exit}'; }
-
-# wait_boosted PID SECS: until PID runs at SCHED_FIFO or SCHED_DEADLINE.
-wait_boosted() {
-	local i
-	for ((i = 0; i < $2 * 50; i++)); do
-		case "$(policy_of "$1")" in SCHED_FIFO*|SCHED_DEADLINE*) return 0;; esac
-		sleep 0.02
-	done
-	return 1
-}
-
 for sig in KILL TERM; do
 	start_floor --server-runtime-us 600000 --server-period-us 1000000
 	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)

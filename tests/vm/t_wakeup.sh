@@ -15,7 +15,8 @@ lat() {
 	start_floor --slice-us 4000 --stats-json "$j" "$@"
 	h=$(hog 1)
 	sleep 0.5
-	out=$(chrt -o 0 cyclictest -a 1 -t 1 --policy=other -p 0 -i 5000 -D 5 -q 2>&1)
+	# no -p: with a priority (even 0) cyclictest runs its thread at SCHED_FIFO
+	out=$(chrt -o 0 cyclictest -a 1 -t 1 --policy=other -i 5000 -D 5 -q 2>&1)
 	kill "$h"; wait "$h" 2>/dev/null
 	stop_floor || fail "scx_floor exited non-zero"
 	avg=$(sed -n 's/.*Avg: *\([0-9]*\).*/\1/p' <<<"$out" | head -1)
