@@ -1,0 +1,567 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! scx_floor-ab: the A/B harness. Runs scenarios S0, S1, S2 (scenarios.md), a
+//! throughput scenario (hackbench) and a wake-up latency scenario (cyclictest
+//! as SCHED_OTHER) under the stock kernel (fair_server on, then off), and
+//! under scx_floor with the kernel's ext_server or with its own server, all in
+//! one boot; prints a Markdown table with ratios to stock and writes every raw
+//! figure as JSON and PNG plots. See README.md, "A/B harness".
+
+mod parse;
+mod plot;
+mod probe;
+mod report;
+mod scenario;
+mod sys;
+
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use serde_json::json;
+
+use report::Row;
+use scenario::{Config, Ctx, Durations, FloorRun, Scenario, Setup};
+
+/// scx_floor-ab: stock scheduling, the kernel's servers and scx_floor side by
+/// side on the same machine, in one boot.
+///
+/// Must run as root on a kernel with sched_ext. Everything it changes (the
+/// fair_server/ext_server budgets in debugfs, base_slice_ns) is restored on
+/// exit, on error and on SIGINT/SIGTERM.
+#[derive(Debug, Parser)]
+#[command(name = "scx_floor-ab", version)]
+struct Opts {
+    /// Scenarios to run, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',', value_name = "LIST", value_enum)]
+    scenarios: Vec<Scenario>,
+
+    /// Configurations to run, comma-separated (default: all; stock-slice500
+    /// runs S2 only). The ratios need `stock`.
+    #[arg(long, value_delimiter = ',', value_name = "LIST", value_enum)]
+    configs: Vec<Config>,
+
+    /// The measured CPU (default: the last online CPU). The controller pins
+    /// itself to another one.
+    #[arg(long, value_name = "N")]
+    cpu: Option<usize>,
+
+    /// Output directory: ab.json, table.md, s1_bandwidth.png, s2_runlen.png, logs/.
+    #[arg(long, value_name = "DIR", default_value = "results/ab")]
+    out: PathBuf,
+
+    /// The scx_floor binary (default: scx_floor next to this executable).
+    #[arg(long, value_name = "PATH")]
+    scx_floor: Option<PathBuf>,
+
+    /// Short durations (for tests): S0 3 s, S1 4 s, S2 2 s, one small hackbench, latency 2 s.
+    #[arg(long)]
+    quick: bool,
+
+    #[command(subcommand)]
+    helper: Option<Cmd>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Internal: the harness's own workloads (started by the controller).
+    #[command(hide = true)]
+    Helper {
+        #[command(subcommand)]
+        what: Helper,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum Helper {
+    /// A CPU-bound loop that exits after SECS.
+    Hog {
+        /// lifetime, s
+        #[arg(long)]
+        secs: f64,
+        /// print "ready" on stdout once running (after exec, page faults, ...)
+        #[arg(long)]
+        ready: bool,
+    },
+    /// The clock probe: prints its gaps as JSON after SECS.
+    Probe {
+        /// lifetime, s
+        #[arg(long)]
+        secs: f64,
+        /// record gaps longer than this, us
+        #[arg(long, default_value_t = 10)]
+        threshold_us: u64,
+        /// at most this many gaps
+        #[arg(long, default_value_t = 1_000_000)]
+        cap: usize,
+    },
+}
+
+fn progress(msg: &str) {
+    eprintln!("{msg}");
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn read_or(path: &str, default: &str) -> String {
+    sys::read_knob(Path::new(path)).unwrap_or_else(|_| default.into())
+}
+
+/// The kernel's dl_server tracepoints, if it has any (names under events/sched).
+fn dl_server_tracepoints() -> Vec<String> {
+    std::fs::read_dir("/sys/kernel/tracing/events/sched")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains("server"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn run(opts: Opts) -> Result<i32> {
+    let t_start = Instant::now();
+    let scenarios: Vec<Scenario> = if opts.scenarios.is_empty() {
+        Scenario::ALL.to_vec()
+    } else {
+        opts.scenarios.clone()
+    };
+    let configs: Vec<Config> = if opts.configs.is_empty() {
+        Config::ALL.to_vec()
+    } else {
+        opts.configs.clone()
+    };
+
+    // Checks before anything changes.
+    let cpus = sys::preflight()?;
+    let cpu = opts.cpu.unwrap_or(*cpus.last().unwrap());
+    if !cpus.contains(&cpu) {
+        bail!("--cpu {cpu} is not an online CPU (online: {cpus:?})");
+    }
+    let ctl = *cpus.iter().find(|&&c| c != cpu).unwrap();
+    let exe = std::env::current_exe().context("finding this executable")?;
+    let floor = match &opts.scx_floor {
+        Some(p) => p.clone(),
+        None => exe.with_file_name("scx_floor"),
+    };
+    if configs.iter().any(|c| c.is_scx()) && !floor.is_file() {
+        bail!(
+            "scx_floor binary {} not found (build it, or give --scx-floor PATH)",
+            floor.display()
+        );
+    }
+    if scenarios.contains(&Scenario::Throughput) {
+        scenario::require_tool("hackbench", "rt-tests")?;
+    }
+    if scenarios.contains(&Scenario::Latency) {
+        scenario::require_tool("cyclictest", "rt-tests")?;
+    }
+    let logs = opts.out.join("logs");
+    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+
+    let ctx = Ctx {
+        cpu,
+        cpus: cpus.clone(),
+        exe,
+        floor: floor.clone(),
+        logs,
+        d: Durations::new(opts.quick),
+    };
+    let stats_json = configs.iter().any(|c| c.is_scx()) && scenario::floor_has_stats_json(&floor);
+
+    sys::become_controller(ctl)?;
+    ctrlc::set_handler(|| {
+        eprintln!("scx_floor-ab: interrupted: stopping workloads and scx_floor, restoring knobs");
+        for e in sys::stop_on_signal() {
+            eprintln!("scx_floor-ab: {e}");
+        }
+        std::process::exit(130);
+    })
+    .context("installing the SIGINT/SIGTERM handler")?;
+
+    let env = json!({
+        "kernel": sys::kernel_release(),
+        "kernel_version": read_or("/proc/sys/kernel/version", "?"),
+        "online_cpus": cpus,
+        "measured_cpu": cpu,
+        "controller_cpu": ctl,
+        "clocksource": read_or("/sys/devices/system/clocksource/clocksource0/current_clocksource", "?"),
+        "base_slice_ns": read_or("/sys/kernel/debug/sched/base_slice_ns", "?"),
+        "sched_rt_runtime_us": read_or("/proc/sys/kernel/sched_rt_runtime_us", "?"),
+        "fair_server_runtime_ns": read_or(&format!("/sys/kernel/debug/sched/fair_server/cpu{cpu}/runtime"), "?"),
+        "ext_server_runtime_ns": read_or(&format!("/sys/kernel/debug/sched/ext_server/cpu{cpu}/runtime"), "?"),
+        "dl_server_tracepoints": dl_server_tracepoints(),
+        "osnoise_tracer": read_or("/sys/kernel/tracing/available_tracers", "").contains("osnoise"),
+        "scx_floor_stats_json": stats_json,
+    });
+    progress(&format!(
+        "scx_floor-ab: kernel {}, {} CPUs, measuring CPU {cpu}, controller on CPU {ctl} (SCHED_FIFO 99){}",
+        sys::kernel_release(),
+        cpus.len(),
+        if opts.quick { ", quick" } else { "" }
+    ));
+
+    // The plan, in run order.
+    let mut plan: Vec<(Config, Scenario)> = Vec::new();
+    for c in Config::RUN_ORDER
+        .into_iter()
+        .filter(|c| configs.contains(c))
+    {
+        for s in Scenario::RUN_ORDER {
+            if scenarios.contains(&s) && c.runs(s) {
+                plan.push((c, s));
+            }
+        }
+    }
+    if plan.is_empty() {
+        bail!("nothing to run: stock-slice500 runs only s2");
+    }
+
+    let mut rows: Vec<Row> = Vec::new();
+    let mut floor_runs: Vec<FloorRun> = Vec::new();
+    let mut current: Option<(Config, Setup)> = None;
+    let mut running: Option<(scenario::Floor, Config, Vec<String>)> = None;
+    let mut setup_err: Option<String> = None;
+    let dmesg_base = sys::dmesg_scx_errors().len();
+    let mut dmesg_seen = dmesg_base;
+    for (k, &(c, s)) in plan.iter().enumerate() {
+        let st = scenario::setup_for(c, s, cpu);
+        if current.as_ref() != Some(&(c, st.clone())) {
+            if let Some((f, fc, sc)) = running.take() {
+                floor_runs.push(scenario::stop_floor(f, fc, sc));
+            }
+            for e in sys::restore_knobs() {
+                log::warn!("{e}");
+            }
+            setup_err = None;
+            if let Err(e) = scenario::apply_knobs(&st) {
+                setup_err = Some(format!("setup failed: {e:#}"));
+            } else if let Some(args) = &st.floor_args {
+                let tag = format!("{}-{}", c.name(), s.name());
+                match scenario::start_floor(&ctx, args, &tag, stats_json) {
+                    Ok(f) => running = Some((f, c, Vec::new())),
+                    Err(e) => setup_err = Some(format!("{e:#}")),
+                }
+            }
+            current = Some((c, st.clone()));
+        }
+        progress(&format!(
+            "[{}/{}] {} / {} ... ({:.0} s)",
+            k + 1,
+            plan.len(),
+            s.name(),
+            c.name(),
+            t_start.elapsed().as_secs_f64()
+        ));
+        let mut row = match &setup_err {
+            Some(e) => Err(anyhow::anyhow!("{e}")),
+            None => scenario::run(&ctx, c, s),
+        }
+        .unwrap_or_else(|e| Row {
+            scenario: s.name().into(),
+            config: c.name().into(),
+            error: Some(format!("{e:#}")),
+            ..Default::default()
+        });
+        if let Some((f, _, sc)) = running.as_mut() {
+            sc.push(s.name().into());
+            if !scenario::floor_alive(f) {
+                row.error = Some(format!(
+                    "scx_floor exited or was ejected during the run (state {})",
+                    sys::scx_state()
+                ));
+            }
+        }
+        let errs = sys::dmesg_scx_errors();
+        if errs.len() > dmesg_seen {
+            let new = errs[dmesg_seen..].join(" / ");
+            row.error = Some(match row.error.take() {
+                Some(e) => format!("{e}; kernel log: {new}"),
+                None => format!("kernel log: {new}"),
+            });
+            dmesg_seen = errs.len();
+        }
+        if let Some(v) = row.raw.as_object_mut() {
+            v.insert("setup".into(), json!(st));
+        }
+        progress(&format!(
+            "      {}: {} {}{}",
+            row.figure,
+            row.value.map(report::fmt_num).unwrap_or_else(|| "-".into()),
+            row.details,
+            row.error
+                .as_ref()
+                .map(|e| format!(" [{e}]"))
+                .unwrap_or_default()
+        ));
+        rows.push(row);
+    }
+    if let Some((f, fc, sc)) = running.take() {
+        floor_runs.push(scenario::stop_floor(f, fc, sc));
+    }
+    for e in sys::cleanup() {
+        log::warn!("{e}");
+    }
+    for fr in &floor_runs {
+        if let Some(line) = fr.stats.as_ref().and_then(|s| report::floor_runlen(s, cpu)) {
+            for r in rows.iter_mut().filter(|r| {
+                r.config == fr.config && r.scenario == "s2" && fr.scenarios.contains(&r.scenario)
+            }) {
+                r.details.push_str(&format!("; {line}"));
+            }
+        }
+        if fr.ejected || fr.exit_code != Some(0) {
+            for r in rows
+                .iter_mut()
+                .filter(|r| r.config == fr.config && fr.scenarios.contains(&r.scenario))
+            {
+                let msg = format!(
+                    "scx_floor ended with {:?}, ejected: {}",
+                    fr.exit_code, fr.ejected
+                );
+                r.error = Some(r.error.take().map(|e| format!("{e}; {msg}")).unwrap_or(msg));
+            }
+        }
+    }
+
+    // Table order, ratios, the throughput goal.
+    rows.sort_by_key(|r| {
+        (
+            Scenario::ALL.iter().position(|s| s.name() == r.scenario),
+            Config::ALL.iter().position(|c| c.name() == r.config),
+        )
+    });
+    report::fill_ratios(&mut rows, Config::Stock.name());
+    for r in rows.iter_mut() {
+        if r.scenario == Scenario::Throughput.name() && r.config == Config::ScxFloor.name() {
+            if let Some(x) = r.ratio {
+                r.goal = Some((x >= 0.95, "throughput >= 0.95 of stock".into()));
+            }
+        }
+    }
+    let table = report::markdown(&rows);
+    let wall = t_start.elapsed().as_secs_f64();
+    let now = unix_now();
+    let doc = json!({
+        "tool": "scx_floor-ab",
+        "version": env!("CARGO_PKG_VERSION"),
+        "date": report::utc_string(now),
+        "unix_time": now,
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "quick": opts.quick,
+        "wall_s": wall,
+        "environment": env,
+        "durations": ctx.d,
+        "run_order": plan.iter().map(|(c, s)| format!("{}/{}", c.name(), s.name())).collect::<Vec<_>>(),
+        "rows": rows,
+        "scx_floor_runs": floor_runs,
+        "kernel_log_errors": sys::dmesg_scx_errors().get(dmesg_base..).unwrap_or_default(),
+    });
+    std::fs::write(opts.out.join("ab.json"), serde_json::to_string(&doc)?)?;
+    let header = format!(
+        "scx_floor-ab, {}, kernel {}, {} CPUs (measured CPU {cpu}), `{}`, {:.0} s\n\n",
+        report::utc_string(now),
+        sys::kernel_release(),
+        cpus.len(),
+        doc["command"].as_str().unwrap_or(""),
+        wall
+    );
+    std::fs::write(opts.out.join("table.md"), format!("{header}{table}"))?;
+    if let Err(e) = plots(&opts.out, &rows) {
+        eprintln!("scx_floor-ab: plots: {e:#}");
+    }
+    print!("{header}{table}");
+    progress(&format!(
+        "scx_floor-ab: done in {wall:.0} s; wrote {}/ab.json, table.md, s1_bandwidth.png, s2_runlen.png",
+        opts.out.display()
+    ));
+    Ok(0)
+}
+
+/// S1: normal-task ms/s over the last 1 s, every 100 ms, per configuration.
+/// S2: the share of runs per 0.1 ms run-length bin, per configuration.
+fn plots(out: &Path, rows: &[Row]) -> Result<()> {
+    let mut s1 = Vec::new();
+    let mut s2 = Vec::new();
+    for r in rows {
+        if r.scenario == "s1" {
+            if let Some(v) = r.raw["samples_t_s_normal_ms_rt_ms"].as_array() {
+                let pts: Vec<(f64, f64)> = v
+                    .iter()
+                    .filter_map(|x| Some((x[0].as_f64()?, x[1].as_f64()?)))
+                    .collect();
+                s1.push(plot::Series {
+                    label: r.config.clone(),
+                    points: sliding_rate(&pts, 1.0),
+                });
+            }
+        }
+        if r.scenario == "s2" {
+            if let Some(h) = r.raw["run_hist"].as_array() {
+                let h: Vec<f64> = h.iter().filter_map(|x| x.as_f64()).collect();
+                let total: f64 = h.iter().sum();
+                if total > 0.0 {
+                    s2.push(plot::Series {
+                        label: r.config.clone(),
+                        points: h
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| (i as f64 * 0.1 + 0.05, c / total * 100.0))
+                            .collect(),
+                    });
+                }
+            }
+        }
+    }
+    if !s1.is_empty() {
+        plot::lines(
+            &out.join("s1_bandwidth.png"),
+            "S1: normal task's CPU time under an RR hog (last 1 s)",
+            "time since the RT hog started (s)",
+            "normal task (ms/s)",
+            &s1,
+        )?;
+    }
+    if !s2.is_empty() {
+        plot::lines(
+            &out.join("s2_runlen.png"),
+            "S2: run lengths of two CPU-bound normal tasks on one CPU",
+            "run length (ms, 0.1 ms bins; last bin: 9.9 ms and more)",
+            "share of runs (%)",
+            &s2,
+        )?;
+    }
+    Ok(())
+}
+
+/// From cumulative (t s, ms) samples, the rate over the trailing `win` s
+/// (ms/s) at each sample at least `win` after the first.
+fn sliding_rate(pts: &[(f64, f64)], win: f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    let mut j = 0;
+    for i in 0..pts.len() {
+        let (t, v) = pts[i];
+        if t - pts[0].0 < win - 1e-9 {
+            continue;
+        }
+        while j + 1 < i && pts[j + 1].0 <= t - win + 1e-9 {
+            j += 1;
+        }
+        let (t0, v0) = pts[j];
+        if t > t0 {
+            out.push((t, (v - v0) / (t - t0)));
+        }
+    }
+    out
+}
+
+fn main() {
+    let opts = Opts::parse();
+    if let Some(Cmd::Helper { what }) = opts.helper {
+        match what {
+            Helper::Hog { secs, ready } => {
+                if ready {
+                    use std::io::Write;
+                    let mut o = std::io::stdout().lock();
+                    let _ = writeln!(o, "ready").and_then(|_| o.flush());
+                }
+                probe::hog(secs)
+            }
+            Helper::Probe {
+                secs,
+                threshold_us,
+                cap,
+            } => {
+                let t = probe::probe(secs, threshold_us * 1000, cap);
+                if serde_json::to_writer(std::io::stdout().lock(), &t).is_err() {
+                    std::process::exit(1);
+                }
+            }
+        }
+        return;
+    }
+    let _ = simplelog::TermLogger::init(
+        simplelog::LevelFilter::Info,
+        simplelog::Config::default(),
+        simplelog::TerminalMode::Stderr,
+        simplelog::ColorChoice::Never,
+    );
+    let r = run(opts);
+    if sys::stopping() {
+        // the signal handler is cleaning up and exits with 130
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+    match r {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            for e in sys::cleanup() {
+                eprintln!("scx_floor-ab: {e}");
+            }
+            eprintln!("scx_floor-ab: error: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> std::result::Result<Opts, clap::Error> {
+        Opts::try_parse_from(std::iter::once("scx_floor-ab").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn scenario_and_config_lists() {
+        let o = parse(&[
+            "--scenarios",
+            "s1,throughput",
+            "--configs",
+            "stock,scx-floor",
+        ])
+        .unwrap();
+        assert_eq!(o.scenarios, vec![Scenario::S1, Scenario::Throughput]);
+        assert_eq!(o.configs, vec![Config::Stock, Config::ScxFloor]);
+        let o = parse(&[]).unwrap();
+        assert!(o.scenarios.is_empty() && o.configs.is_empty() && !o.quick);
+        assert_eq!(o.out, PathBuf::from("results/ab"));
+    }
+
+    #[test]
+    fn unknown_names_list_the_valid_ones() {
+        let e = parse(&["--scenarios", "s1,s7"]).unwrap_err().to_string();
+        assert!(
+            e.contains("s7") && e.contains("throughput") && e.contains("latency"),
+            "{e}"
+        );
+        let e = parse(&["--configs", "cfs"]).unwrap_err().to_string();
+        assert!(
+            e.contains("cfs") && e.contains("stock-noserver") && e.contains("scx-floor"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sliding_rate_of_a_burst() {
+        // 50 ms delivered in one burst between 0.5 and 0.6 s, sampled every 0.1 s
+        let pts: Vec<(f64, f64)> = (0..=20)
+            .map(|i| {
+                let t = i as f64 / 10.0;
+                (t, if t >= 0.6 - 1e-9 { 50.0 } else { 0.0 })
+            })
+            .collect();
+        let r = sliding_rate(&pts, 1.0);
+        assert!((r[0].0 - 1.0).abs() < 1e-9);
+        assert!((r[0].1 - 50.0).abs() < 1e-9, "{r:?}");
+        // at t = 1.6 s the window (0.6, 1.6] no longer holds the burst
+        let last = r.iter().find(|(t, _)| (*t - 1.6).abs() < 1e-9).unwrap();
+        assert!(last.1.abs() < 1e-9, "{r:?}");
+    }
+}

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Parsers for what the kernel and the workloads print: /proc/PID/schedstat,
+//! hackbench's summary, cyclictest's histogram. Pure, unit-tested.
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+/// /proc/PID/schedstat: time on CPU, time waiting on a run queue, runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Schedstat {
+    /// field 1: time on CPU, ns
+    pub run_ns: u64,
+    /// field 2: time runnable but waiting, ns
+    pub wait_ns: u64,
+    /// field 3: number of runs (timeslices) on a CPU
+    pub timeslices: u64,
+}
+
+/// Parse the three fields of /proc/PID/schedstat.
+pub fn schedstat(s: &str) -> Result<Schedstat> {
+    let f: Vec<u64> = s
+        .split_whitespace()
+        .map(|x| x.parse::<u64>())
+        .collect::<std::result::Result<_, _>>()
+        .with_context(|| format!("schedstat '{}' is not three numbers", s.trim()))?;
+    if f.len() != 3 {
+        bail!("schedstat '{}' does not have three fields", s.trim());
+    }
+    Ok(Schedstat {
+        run_ns: f[0],
+        wait_ns: f[1],
+        timeslices: f[2],
+    })
+}
+
+/// Mean run length (ns) of tasks over an interval: the sum of their field-1
+/// deltas over the sum of their field-3 deltas (scenarios.md, S2).
+pub fn mean_slice_ns(before: &[Schedstat], after: &[Schedstat]) -> Option<f64> {
+    let run: u64 = before
+        .iter()
+        .zip(after)
+        .map(|(b, a)| a.run_ns.saturating_sub(b.run_ns))
+        .sum();
+    let n: u64 = before
+        .iter()
+        .zip(after)
+        .map(|(b, a)| a.timeslices.saturating_sub(b.timeslices))
+        .sum();
+    (n > 0).then(|| run as f64 / n as f64)
+}
+
+/// hackbench's "Time: 1.234" line, s.
+pub fn hackbench_secs(out: &str) -> Result<f64> {
+    for line in out.lines() {
+        if let Some(v) = line.trim().strip_prefix("Time:") {
+            return v
+                .trim()
+                .parse::<f64>()
+                .with_context(|| format!("hackbench time '{}'", v.trim()));
+        }
+    }
+    bail!("no 'Time:' line in hackbench's output")
+}
+
+/// cyclictest's latency figures, from its histogram output (`-q -h US`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Latency {
+    /// wake-ups measured (all threads)
+    pub samples: u64,
+    /// mean latency, us (cyclictest's per-thread averages weighted by samples)
+    pub avg_us: f64,
+    /// 50th percentile, us (from the histogram; None when it lies in the overflow)
+    pub p50_us: Option<u64>,
+    /// 99th percentile, us
+    pub p99_us: Option<u64>,
+    /// maximum, us
+    pub max_us: u64,
+    /// samples past the histogram's last bucket
+    pub overflows: u64,
+    /// the histogram summed over threads: (latency us, count), non-zero buckets only
+    pub hist: Vec<(u64, u64)>,
+}
+
+fn summary_numbers(line: &str, key: &str) -> Option<Vec<u64>> {
+    let rest = line.strip_prefix(key)?;
+    rest.split_whitespace().map(|x| x.parse().ok()).collect()
+}
+
+/// Parse cyclictest's stdout with `-q -h US`: histogram rows "LAT C0 C1 ...",
+/// then "# Total:", "# Avg Latencies:", "# Max Latencies:", "# Histogram Overflows:".
+pub fn cyclictest(out: &str) -> Result<Latency> {
+    let mut hist: Vec<(u64, u64)> = Vec::new();
+    let (mut totals, mut avgs, mut maxs, mut ovf) = (None, None, None, None);
+    for line in out.lines() {
+        let line = line.trim();
+        if let Some(v) = summary_numbers(line, "# Total:") {
+            totals = Some(v);
+        } else if let Some(v) = summary_numbers(line, "# Avg Latencies:") {
+            avgs = Some(v);
+        } else if let Some(v) = summary_numbers(line, "# Max Latencies:") {
+            maxs = Some(v);
+        } else if let Some(v) = summary_numbers(line, "# Histogram Overflows:") {
+            ovf = Some(v);
+        } else if !line.starts_with('#') && !line.is_empty() {
+            let v: Option<Vec<u64>> = line.split_whitespace().map(|x| x.parse().ok()).collect();
+            if let Some(v) = v {
+                if v.len() >= 2 {
+                    let c: u64 = v[1..].iter().sum();
+                    if c > 0 {
+                        hist.push((v[0], c));
+                    }
+                }
+            }
+        }
+    }
+    let totals = totals.context("no '# Total:' line in cyclictest's output (was -h given?)")?;
+    let avgs = avgs.context("no '# Avg Latencies:' line in cyclictest's output")?;
+    let maxs = maxs.context("no '# Max Latencies:' line in cyclictest's output")?;
+    let overflows: u64 = ovf.unwrap_or_default().iter().sum();
+    let samples: u64 = totals.iter().sum();
+    if samples == 0 {
+        bail!("cyclictest measured no wake-up");
+    }
+    let avg_us = totals
+        .iter()
+        .zip(&avgs)
+        .map(|(&n, &a)| n as f64 * a as f64)
+        .sum::<f64>()
+        / samples as f64;
+    let pct = |p: f64| -> Option<u64> {
+        let rank = ((p / 100.0) * samples as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for &(lat, c) in &hist {
+            seen += c;
+            if seen >= rank {
+                return Some(lat);
+            }
+        }
+        None
+    };
+    Ok(Latency {
+        samples,
+        avg_us,
+        p50_us: pct(50.0),
+        p99_us: pct(99.0),
+        max_us: maxs.iter().copied().max().unwrap_or(0),
+        overflows,
+        hist,
+    })
+}
+
+/// A CPU list as the kernel prints it ("0-3,5"), as CPU numbers.
+pub fn cpulist(s: &str) -> Result<Vec<usize>> {
+    let mut v = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a, b),
+            None => (part, part),
+        };
+        let (a, b): (usize, usize) = (
+            a.trim()
+                .parse()
+                .with_context(|| format!("cpu list '{s}'"))?,
+            b.trim()
+                .parse()
+                .with_context(|| format!("cpu list '{s}'"))?,
+        );
+        if b < a {
+            bail!("cpu list '{s}': range {a}-{b} goes backwards");
+        }
+        v.extend(a..=b);
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedstat_fields() {
+        let s = schedstat("123456 789 42\n").unwrap();
+        assert_eq!((s.run_ns, s.wait_ns, s.timeslices), (123456, 789, 42));
+        assert!(schedstat("1 2").is_err());
+        assert!(schedstat("1 x 3").is_err());
+        assert!(schedstat("").is_err());
+    }
+
+    #[test]
+    fn mean_slice() {
+        let b = [schedstat("1000 0 10").unwrap(), schedstat("0 0 0").unwrap()];
+        let a = [
+            schedstat("5001000 0 20").unwrap(),
+            schedstat("3000000 0 6").unwrap(),
+        ];
+        // (5 ms + 3 ms) over 16 runs
+        assert_eq!(mean_slice_ns(&b, &a), Some(500_000.0));
+        assert_eq!(mean_slice_ns(&b, &b), None);
+    }
+
+    #[test]
+    fn hackbench_time() {
+        let out =
+            "Running in process mode with 4 groups using 40 file descriptors each (== 160 tasks)\n\
+                   Each sender will pass 200 messages of 100 bytes\nTime: 3.224\n";
+        assert_eq!(hackbench_secs(out).unwrap(), 3.224);
+        assert!(hackbench_secs("Running...\n").is_err());
+        assert!(hackbench_secs("Time: soon\n").is_err());
+    }
+
+    #[test]
+    fn cyclictest_histogram() {
+        let out = "# /dev/cpu_dma_latency set to 0us\n\
+                   000000 000000\t000000\n\
+                   000010 000050\t000040\n\
+                   000020 000005\t000003\n\
+                   000100 000000\t000001\n\
+                   000101 000000\t000000\n\
+                   # Total: 000000055 000000045\n\
+                   # Min Latencies: 00010 00010\n\
+                   # Avg Latencies: 00011 00012\n\
+                   # Max Latencies: 00020 00150\n\
+                   # Histogram Overflows: 00000 00001\n\
+                   # Histogram Overflow at cycle number:\n\
+                   # Thread 0:\n# Thread 1: 00017\n";
+        let l = cyclictest(out).unwrap();
+        assert_eq!(l.samples, 100);
+        assert!((l.avg_us - (55.0 * 11.0 + 45.0 * 12.0) / 100.0).abs() < 1e-9);
+        assert_eq!(l.p50_us, Some(10));
+        // 90 at 10 us, 98 by 20 us, 99 by 100 us
+        assert_eq!(l.p99_us, Some(100));
+        assert_eq!(l.max_us, 150);
+        assert_eq!(l.overflows, 1);
+        assert_eq!(l.hist, vec![(10, 90), (20, 8), (100, 1)]);
+        assert!(
+            cyclictest("T: 0 ( 5559) P: 2 I:1000 C: 10 Min: 9 Act: 11 Avg: 21 Max: 108\n").is_err()
+        );
+    }
+
+    #[test]
+    fn p99_in_overflow_is_none() {
+        let out = "000010 000001\n# Total: 000000010\n# Avg Latencies: 09000\n\
+                   # Max Latencies: 20000\n# Histogram Overflows: 00009\n";
+        let l = cyclictest(out).unwrap();
+        assert_eq!(l.p50_us, None);
+        assert_eq!(l.p99_us, None);
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(cpulist("0-3,5\n").unwrap(), vec![0, 1, 2, 3, 5]);
+        assert_eq!(cpulist("1").unwrap(), vec![1]);
+        assert!(cpulist("3-1").is_err());
+        assert!(cpulist("a").is_err());
+    }
+}

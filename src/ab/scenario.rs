@@ -1,0 +1,945 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The scenarios (scenarios.md S0, S1, S2, plus throughput and wake-up
+//! latency) and the configurations they run under: what each one sets up,
+//! how it is measured, and the row it yields.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::parse;
+use crate::probe::{self, Trace};
+use crate::report::{fmt_num, RatioKind, Row};
+use crate::sys::{self, Policy, Watchdog, DEBUG_SCHED};
+
+/// A scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, Serialize)]
+pub enum Scenario {
+    /// S0: noise an RT task suffers from the server (20 us / 1 s budget)
+    #[value(name = "s0")]
+    S0,
+    /// S1: bandwidth floor of a normal task under an RR hog (50 ms / 1 s)
+    #[value(name = "s1")]
+    S1,
+    /// S2: run length of two CPU-bound normal tasks sharing a CPU (0.5 ms slice)
+    #[value(name = "s2")]
+    S2,
+    /// hackbench: scheduler overhead as throughput
+    #[value(name = "throughput")]
+    Throughput,
+    /// cyclictest as SCHED_OTHER under a CPU hog per CPU: wake-up latency
+    #[value(name = "latency")]
+    Latency,
+}
+
+impl Scenario {
+    /// All scenarios, in table order.
+    pub const ALL: [Scenario; 5] = [
+        Scenario::S0,
+        Scenario::S1,
+        Scenario::S2,
+        Scenario::Throughput,
+        Scenario::Latency,
+    ];
+    /// The run order within one configuration: S0 last, it changes the servers' budgets.
+    pub const RUN_ORDER: [Scenario; 5] = [
+        Scenario::S1,
+        Scenario::Throughput,
+        Scenario::Latency,
+        Scenario::S2,
+        Scenario::S0,
+    ];
+    /// The name used on the command line and in the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::S0 => "s0",
+            Scenario::S1 => "s1",
+            Scenario::S2 => "s2",
+            Scenario::Throughput => "throughput",
+            Scenario::Latency => "latency",
+        }
+    }
+}
+
+/// A configuration of the machine's scheduling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, Serialize)]
+pub enum Config {
+    /// stock kernel, fair_server at its default (50 ms / 1 s; 20 us / 1 s for S0)
+    #[value(name = "stock")]
+    Stock,
+    /// stock kernel, fair_server runtime 0 on the measured CPU: the starvation baseline
+    #[value(name = "stock-noserver")]
+    StockNoserver,
+    /// stock kernel, EEVDF base_slice_ns 500000 (S2 only: the tuned stock slice)
+    #[value(name = "stock-slice500")]
+    StockSlice500,
+    /// scx_floor's dispatcher with the kernel's ext_server (--no-server --kernel-server keep)
+    #[value(name = "scx-ext")]
+    ScxExt,
+    /// scx_floor with its own server (ext_server off), the default
+    #[value(name = "scx-floor")]
+    ScxFloor,
+}
+
+impl Config {
+    /// Table order.
+    pub const ALL: [Config; 5] = [
+        Config::Stock,
+        Config::StockNoserver,
+        Config::StockSlice500,
+        Config::ScxExt,
+        Config::ScxFloor,
+    ];
+    /// Run order in one boot: scx_floor's configurations first. On 7.3 the
+    /// kernel's ext_server stopped serving once fair_server's debugfs knobs had
+    /// been written in the same boot (scenarios.md, S1), so scx-ext runs before
+    /// any fair_server knob is touched.
+    pub const RUN_ORDER: [Config; 5] = [
+        Config::ScxExt,
+        Config::ScxFloor,
+        Config::Stock,
+        Config::StockSlice500,
+        Config::StockNoserver,
+    ];
+    /// The name used on the command line and in the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Config::Stock => "stock",
+            Config::StockNoserver => "stock-noserver",
+            Config::StockSlice500 => "stock-slice500",
+            Config::ScxExt => "scx-ext",
+            Config::ScxFloor => "scx-floor",
+        }
+    }
+    /// Does this configuration run `s`? The tuned stock slice only matters for S2.
+    pub fn runs(self, s: Scenario) -> bool {
+        self != Config::StockSlice500 || s == Scenario::S2
+    }
+    /// Does it load scx_floor?
+    pub fn is_scx(self) -> bool {
+        matches!(self, Config::ScxExt | Config::ScxFloor)
+    }
+}
+
+/// How long each scenario runs (s), full or --quick.
+#[derive(Clone, Debug, Serialize)]
+pub struct Durations {
+    /// S0: the noise probe's life, s
+    pub s0_secs: f64,
+    /// S1: the measured window after the RT hog started, s (from, to)
+    pub s1_window: (f64, f64),
+    /// S2: warm-up, then measured time, s
+    pub s2_warmup: f64,
+    /// S2: measured time, s
+    pub s2_secs: f64,
+    /// hackbench runs (median taken)
+    pub hb_runs: usize,
+    /// hackbench arguments
+    pub hb_args: Vec<String>,
+    /// cyclictest duration, s
+    pub lat_secs: u64,
+}
+
+impl Durations {
+    /// The full run (scenarios.md) or a short one for tests.
+    pub fn new(quick: bool) -> Durations {
+        let hb = |g: &str, l: &str| vec!["-g".into(), g.into(), "-l".into(), l.into()];
+        if quick {
+            Durations {
+                s0_secs: 3.0,
+                s1_window: (0.5, 3.5),
+                s2_warmup: 0.5,
+                s2_secs: 2.0,
+                hb_runs: 1,
+                hb_args: hb("2", "50"),
+                lat_secs: 2,
+            }
+        } else {
+            Durations {
+                s0_secs: 10.0,
+                s1_window: (0.5, 6.5),
+                s2_warmup: 0.5,
+                s2_secs: 5.0,
+                hb_runs: 5,
+                hb_args: hb("4", "100"),
+                lat_secs: 5,
+            }
+        }
+    }
+}
+
+/// What the harness needs to run a scenario.
+pub struct Ctx {
+    /// the measured CPU
+    pub cpu: usize,
+    /// every online CPU
+    pub cpus: Vec<usize>,
+    /// this executable (its helper modes are the workloads)
+    pub exe: PathBuf,
+    /// the scx_floor binary
+    pub floor: PathBuf,
+    /// where logs go
+    pub logs: PathBuf,
+    /// durations
+    pub d: Durations,
+}
+
+/// What a (configuration, scenario) pair needs set up: debugfs knobs (path
+/// under /sys/kernel/debug/sched, value) and scx_floor's flags if it runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Setup {
+    /// knobs to write (relative to /sys/kernel/debug/sched), in order
+    pub knobs: Vec<(String, String)>,
+    /// scx_floor's flags, if scx_floor is loaded
+    pub floor_args: Option<Vec<String>>,
+}
+
+/// S0's server budget, ns (20 us / 1 s).
+pub const S0_RUNTIME_NS: u64 = 20_000;
+/// The default server budget, ns (50 ms / 1 s).
+pub const RUNTIME_NS: u64 = 50_000_000;
+/// The servers' period, ns (1 s).
+pub const PERIOD_NS: u64 = 1_000_000_000;
+/// S1's goal for scx_floor: normal ms/s at least 95% of the budget.
+pub const S1_GOAL_NORMAL_MS: f64 = 47.5;
+/// S1's goal: the RT hog keeps at least this, ms/s.
+pub const S1_GOAL_RT_MS: f64 = 940.0;
+/// S2's bound for a 0.5 ms slice (t_slice): mean run length, ms.
+pub const S2_GOAL_MS: f64 = 0.7;
+
+/// The setup of `c` for `s` with `cpu` measured.
+pub fn setup_for(c: Config, s: Scenario, cpu: usize) -> Setup {
+    let server = |which: &str, runtime: u64| {
+        vec![
+            (format!("{which}/cpu{cpu}/period"), PERIOD_NS.to_string()),
+            (format!("{which}/cpu{cpu}/runtime"), runtime.to_string()),
+        ]
+    };
+    let budget = if s == Scenario::S0 {
+        S0_RUNTIME_NS
+    } else {
+        RUNTIME_NS
+    };
+    let strs = |v: &[&str]| -> Vec<String> { v.iter().map(|x| x.to_string()).collect() };
+    let stats = !matches!(s, Scenario::Throughput | Scenario::Latency);
+    match c {
+        Config::Stock => Setup {
+            knobs: server("fair_server", budget),
+            floor_args: None,
+        },
+        Config::StockNoserver => Setup {
+            knobs: server("fair_server", 0),
+            floor_args: None,
+        },
+        Config::StockSlice500 => Setup {
+            knobs: vec![("base_slice_ns".into(), "500000".into())],
+            floor_args: None,
+        },
+        Config::ScxExt => {
+            let mut a = strs(&["--no-server", "--kernel-server", "keep"]);
+            if s == Scenario::S2 {
+                a.extend(strs(&["--slice-us", "500"]));
+            }
+            if stats {
+                a.extend(strs(&["--stats", "2"]));
+            }
+            Setup {
+                knobs: server("ext_server", budget),
+                floor_args: Some(a),
+            }
+        }
+        Config::ScxFloor => {
+            let mut a = Vec::new();
+            match s {
+                Scenario::S0 => a.extend(strs(&["--server-runtime-us", "20"])),
+                Scenario::S2 => a.extend(strs(&["--slice-us", "500"])),
+                _ => {}
+            }
+            if stats {
+                a.extend(strs(&["--stats", "2"]));
+            }
+            Setup {
+                knobs: Vec::new(),
+                floor_args: Some(a),
+            }
+        }
+    }
+}
+
+/// Write a setup's knobs (only those that differ; originals saved for restore).
+pub fn apply_knobs(st: &Setup) -> Result<()> {
+    for (rel, v) in &st.knobs {
+        let p = Path::new(DEBUG_SCHED).join(rel);
+        if sys::read_knob(&p)? != *v {
+            sys::set_knob(&p, v)?;
+        }
+    }
+    Ok(())
+}
+
+/// A running scx_floor.
+pub struct Floor {
+    /// its pid
+    pub pid: i32,
+    /// its stdout+stderr
+    pub log: PathBuf,
+    /// its flags
+    pub args: Vec<String>,
+    /// `--stats-json` file, when this scx_floor has the flag
+    pub stats_json: Option<PathBuf>,
+    /// the ext_server runtime of the measured CPU once loaded, ns
+    pub ext_server_runtime: Option<String>,
+}
+
+/// Does this scx_floor have `--stats-json`?
+pub fn floor_has_stats_json(floor: &Path) -> bool {
+    Command::new(floor)
+        .arg("--help")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("--stats-json"))
+        .unwrap_or(false)
+}
+
+/// Text without ANSI colour sequences (ESC [ ... letter).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '\x1b' && it.peek() == Some(&'[') {
+            for d in it.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn tail(path: &Path, n: usize) -> String {
+    let s = strip_ansi(&std::fs::read_to_string(path).unwrap_or_default());
+    let v: Vec<&str> = s.lines().collect();
+    v[v.len().saturating_sub(n)..].join("\n")
+}
+
+/// Start scx_floor (SCHED_OTHER, all CPUs) and wait until sched_ext is
+/// enabled with it.
+pub fn start_floor(ctx: &Ctx, args: &[String], tag: &str, stats_json: bool) -> Result<Floor> {
+    let log = ctx.logs.join(format!("{tag}.log"));
+    let f = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+    let mut args = args.to_vec();
+    let sj = stats_json.then(|| ctx.logs.join(format!("{tag}.stats.json")));
+    if let Some(p) = &sj {
+        args.push("--stats-json".into());
+        args.push(p.display().to_string());
+    }
+    let child = sys::spawn_with_death(
+        Command::new(&ctx.floor)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(f.try_clone()?)
+            .stderr(f),
+        Policy::Other,
+        &ctx.cpus,
+        libc::SIGINT,
+    )?;
+    let pid = child.id() as i32;
+    // stopped by SIGINT (stop_floor, or cleanup), not SIGKILLed with the workloads
+    sys::forget(pid);
+    sys::set_floor(Some(pid));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ops = sys::read_knob(&Path::new(sys::SCX).join("root/ops")).unwrap_or_default();
+        if sys::scx_state() == "enabled" && ops.contains("floor") {
+            break;
+        }
+        let mut st = 0;
+        // SAFETY: plain system call on our child.
+        if unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) } == pid {
+            sys::set_floor(None);
+            bail!("scx_floor exited while loading: {}", tail(&log, 5));
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "scx_floor did not load in 30 s (state {}): {}",
+                sys::scx_state(),
+                tail(&log, 5)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // scx_floor's own server sets the ext_server runtime to 0 once it serves.
+    let ext = Path::new(DEBUG_SCHED).join(format!("ext_server/cpu{}/runtime", ctx.cpu));
+    let own_server = !args.iter().any(|a| a == "--no-server");
+    let until = Instant::now() + Duration::from_secs(5);
+    while own_server && Instant::now() < until && sys::read_knob(&ext).ok().as_deref() != Some("0")
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(Floor {
+        pid,
+        log,
+        args,
+        stats_json: sj,
+        ext_server_runtime: sys::read_knob(&ext).ok(),
+    })
+}
+
+/// Is scx_floor still loaded and running?
+pub fn floor_alive(f: &Floor) -> bool {
+    // SAFETY: signal 0 only checks.
+    let alive = unsafe { libc::kill(f.pid, 0) } == 0;
+    alive && sys::scx_state() == "enabled"
+}
+
+/// How a scx_floor run ended.
+#[derive(Clone, Debug, Serialize)]
+pub struct FloorRun {
+    /// configuration
+    pub config: String,
+    /// scenarios it served
+    pub scenarios: Vec<String>,
+    /// its flags
+    pub args: Vec<String>,
+    /// ext_server runtime of the measured CPU while loaded, ns
+    pub ext_server_runtime: Option<String>,
+    /// it exited or was ejected before it was stopped
+    pub ejected: bool,
+    /// exit code after SIGINT (0 expected)
+    pub exit_code: Option<i32>,
+    /// sched_ext state after it stopped
+    pub state_after: String,
+    /// the last lines of its log (its --stats tables)
+    pub log_tail: String,
+    /// its --stats-json, when it has the flag
+    pub stats: Option<serde_json::Value>,
+}
+
+/// Stop scx_floor with SIGINT and wait for sched_ext to be disabled.
+pub fn stop_floor(f: Floor, config: Config, scenarios: Vec<String>) -> FloorRun {
+    let ejected = !floor_alive(&f);
+    // SAFETY: plain system call on our child.
+    unsafe { libc::kill(f.pid, libc::SIGINT) };
+    let code = sys::wait_pid(f.pid, 20.0);
+    sys::set_floor(None);
+    sys::wait_scx_state("disabled", 20.0);
+    let stats = f
+        .stats_json
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|s| serde_json::from_str(&s).ok());
+    FloorRun {
+        config: config.name().into(),
+        scenarios,
+        args: f.args,
+        ext_server_runtime: f.ext_server_runtime,
+        ejected,
+        exit_code: code,
+        state_after: sys::scx_state(),
+        log_tail: tail(&f.log, 12),
+        stats,
+    }
+}
+
+fn helper(ctx: &Ctx) -> Command {
+    let mut c = Command::new(&ctx.exe);
+    c.arg("helper").stdin(Stdio::null());
+    c
+}
+
+fn hog_cmd(ctx: &Ctx, secs: f64) -> Command {
+    let mut c = helper(ctx);
+    c.args(["hog", "--secs", &format!("{secs:.1}")])
+        .stdout(Stdio::null());
+    c
+}
+
+fn probe_cmd(ctx: &Ctx, secs: f64, threshold_us: u64, cap: usize) -> Command {
+    let mut c = helper(ctx);
+    c.args([
+        "probe",
+        "--secs",
+        &format!("{secs:.2}"),
+        "--threshold-us",
+        &threshold_us.to_string(),
+        "--cap",
+        &cap.to_string(),
+    ])
+    .stdout(Stdio::piped());
+    c
+}
+
+fn read_trace(child: &mut std::process::Child) -> Result<Trace> {
+    let mut s = String::new();
+    child
+        .stdout
+        .take()
+        .context("probe has no stdout")?
+        .read_to_string(&mut s)?;
+    let st = child.wait()?;
+    if !st.success() {
+        bail!("the probe failed ({st})");
+    }
+    serde_json::from_str(&s).context("parsing the probe's output")
+}
+
+fn sleep_s(s: f64) {
+    std::thread::sleep(Duration::from_secs_f64(s));
+}
+
+fn row(s: Scenario, c: Config, figure: &str, kind: RatioKind) -> Row {
+    Row {
+        scenario: s.name().into(),
+        config: c.name().into(),
+        figure: figure.into(),
+        ratio_kind: kind,
+        ..Default::default()
+    }
+}
+
+/// S0: a SCHED_FIFO 1 clock probe and two SCHED_OTHER hogs on the measured CPU.
+pub fn s0(ctx: &Ctx, c: Config) -> Result<Row> {
+    let secs = ctx.d.s0_secs;
+    let mut kids = Vec::new();
+    let r = (|| -> Result<Row> {
+        for _ in 0..2 {
+            kids.push(sys::spawn(
+                &mut hog_cmd(ctx, secs + 4.0),
+                Policy::Other,
+                &[ctx.cpu],
+            )?);
+        }
+        sleep_s(0.3);
+        let mut p = sys::spawn(
+            &mut probe_cmd(ctx, secs, 10, 2_000_000),
+            Policy::Fifo(1),
+            &[ctx.cpu],
+        )?;
+        let mut pids: Vec<i32> = kids.iter().map(|k| k.id() as i32).collect();
+        pids.push(p.id() as i32);
+        let _wd = Watchdog::arm(pids, Duration::from_secs_f64(secs + 15.0));
+        let t = read_trace(&mut p);
+        kids.push(p);
+        let t = t?;
+        let n = probe::noise(&t);
+        let mut r = row(Scenario::S0, c, "max noise (us)", RatioKind::ValueOverStock);
+        r.value = Some(n.max_ns as f64 / 1000.0);
+        let secs_seen = n.window_ns as f64 / 1e9;
+        r.details = format!(
+            "sum {} ms/s, {} gaps > 1 ms, {} gaps > 10 us in {:.1} s",
+            fmt_num(n.sum_ns as f64 / 1e6 / secs_seen),
+            n.over_1ms,
+            n.count,
+            secs_seen
+        );
+        r.raw = json!({ "noise": n, "reads": t.reads, "dropped": t.dropped, "threshold_ns": t.threshold_ns,
+                        "read_cost_ns": n.window_ns.saturating_sub(n.sum_ns) as f64 / t.reads.max(1) as f64 });
+        Ok(r)
+    })();
+    sys::kill_all(&mut kids);
+    r
+}
+
+/// S1: a SCHED_OTHER hog, then a SCHED_RR 25 hog, on the measured CPU.
+pub fn s1(ctx: &Ctx, c: Config) -> Result<Row> {
+    let (w0, w1) = ctx.d.s1_window;
+    let mut kids = Vec::new();
+    let r = (|| -> Result<Row> {
+        let normal = sys::spawn(&mut hog_cmd(ctx, w1 + 5.0), Policy::Other, &[ctx.cpu])?;
+        let np = normal.id() as i32;
+        kids.push(normal);
+        sleep_s(0.3);
+        let mut cmd = hog_cmd(ctx, w1 + 3.0);
+        cmd.arg("--ready").stdout(Stdio::piped());
+        let mut rt = sys::spawn(&mut cmd, Policy::Rr(25), &[ctx.cpu])?;
+        let rp = rt.id() as i32;
+        let out = rt.stdout.take();
+        kids.push(rt);
+        let _wd = Watchdog::arm(vec![np, rp], Duration::from_secs_f64(w1 + 8.0));
+        // t0: the RT hog spins on the measured CPU (it said so after its exec,
+        // which may block and let the normal task run)
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(out.context("no stdout")?),
+            &mut line,
+        )?;
+        if line.trim() != "ready" || sys::policy_and_cpu(rp) != Some((2, ctx.cpu)) {
+            bail!("the RT hog did not start as SCHED_RR on CPU {}", ctx.cpu);
+        }
+        sleep_s(0.02);
+        let t0 = Instant::now();
+        let n0 = sys::schedstat(np)?.run_ns;
+        let r0 = sys::schedstat(rp)?.run_ns;
+        let mut first: Option<f64> = None;
+        let mut samples: Vec<(f64, f64, f64)> = vec![(0.0, 0.0, 0.0)];
+        let mut next_sample = 0.1;
+        let mut at_w0 = None;
+        let at_w1;
+        loop {
+            std::thread::sleep(Duration::from_millis(5));
+            let t = t0.elapsed().as_secs_f64();
+            let n = sys::schedstat(np)?.run_ns - n0;
+            let r = sys::schedstat(rp)?.run_ns - r0;
+            if first.is_none() && n > 0 {
+                first = Some(t);
+            }
+            if t >= next_sample {
+                samples.push((t, n as f64 / 1e6, r as f64 / 1e6));
+                next_sample += 0.1;
+            }
+            if at_w0.is_none() && t >= w0 {
+                at_w0 = Some((t, n, r));
+            }
+            if t >= w1 {
+                at_w1 = (t, n, r);
+                break;
+            }
+        }
+        let ((ta, na, ra), (tb, nb, rb)) = (at_w0.unwrap_or(at_w1), at_w1);
+        let normal_ms = (nb - na) as f64 / 1e6 / (tb - ta);
+        let rt_ms = (rb - ra) as f64 / 1e6 / (tb - ta);
+        let mut r = row(Scenario::S1, c, "normal ms/s", RatioKind::ValueOverStock);
+        r.value = Some(normal_ms);
+        let first_txt = first
+            .map(|f| format!("{f:.2} s"))
+            .unwrap_or_else(|| format!("none in {w1:.0} s"));
+        r.details = format!(
+            "RT {} ms/s, first service after {first_txt}",
+            fmt_num(rt_ms)
+        );
+        if c == Config::ScxFloor {
+            r.goal = Some(s1_goal(normal_ms, rt_ms, first));
+        }
+        r.raw = json!({ "normal_ms_per_s": normal_ms, "rt_ms_per_s": rt_ms, "first_service_s": first,
+                        "window_s": [ta, tb], "samples_t_s_normal_ms_rt_ms": samples });
+        Ok(r)
+    })();
+    sys::kill_all(&mut kids);
+    r
+}
+
+/// S1's goal for scx_floor's own server: (met, what was missed or the goal).
+pub fn s1_goal(normal_ms: f64, rt_ms: f64, first_s: Option<f64>) -> (bool, String) {
+    let mut missed = Vec::new();
+    if normal_ms < S1_GOAL_NORMAL_MS {
+        missed.push(format!("normal < {S1_GOAL_NORMAL_MS} ms/s"));
+    }
+    if rt_ms < S1_GOAL_RT_MS {
+        missed.push(format!("RT < {S1_GOAL_RT_MS} ms/s"));
+    }
+    if !first_s.is_some_and(|f| f <= 1.0) {
+        missed.push("first service > 1 s".into());
+    }
+    if missed.is_empty() {
+        (
+            true,
+            format!("normal >= {S1_GOAL_NORMAL_MS}, RT >= {S1_GOAL_RT_MS} ms/s, first <= 1 s"),
+        )
+    } else {
+        (false, missed.join(", "))
+    }
+}
+
+/// S2: two SCHED_OTHER clock probes sharing the measured CPU.
+pub fn s2(ctx: &Ctx, c: Config) -> Result<Row> {
+    let (warm, secs) = (ctx.d.s2_warmup, ctx.d.s2_secs);
+    let life = warm + secs + 0.3;
+    let mut kids = Vec::new();
+    let r = (|| -> Result<Row> {
+        for _ in 0..2 {
+            kids.push(sys::spawn(
+                &mut probe_cmd(ctx, life, 20, 1_000_000),
+                Policy::Other,
+                &[ctx.cpu],
+            )?);
+        }
+        let pids: Vec<i32> = kids.iter().map(|k| k.id() as i32).collect();
+        let _wd = Watchdog::arm(pids.clone(), Duration::from_secs_f64(life + 15.0));
+        sleep_s(warm);
+        let before = pids
+            .iter()
+            .map(|&p| sys::schedstat(p))
+            .collect::<Result<Vec<_>>>()?;
+        sleep_s(secs);
+        let after = pids
+            .iter()
+            .map(|&p| sys::schedstat(p))
+            .collect::<Result<Vec<_>>>()?;
+        let a = read_trace(&mut kids[0])?;
+        let b = read_trace(&mut kids[1])?;
+        let mean =
+            parse::mean_slice_ns(&before, &after).ok_or_else(|| anyhow!("the probes never ran"))?;
+        let from = a.t0_ns.max(b.t0_ns) + (warm * 1e9) as u64;
+        let to = a.t1_ns.min(b.t1_ns);
+        let mut runs = probe::run_lengths(&a, &[&b], from, to);
+        runs.extend(probe::run_lengths(&b, &[&a], from, to));
+        runs.sort_unstable();
+        let pc = |p| probe::percentile(&runs, p).map(|v| v as f64 / 1e6);
+        let mut r = row(
+            Scenario::S2,
+            c,
+            "mean slice (ms)",
+            RatioKind::ValueOverStock,
+        );
+        r.value = Some(mean / 1e6);
+        let f = |v: Option<f64>| v.map(fmt_num).unwrap_or_else(|| "-".into());
+        r.details = format!(
+            "probe runs p50 {} / p99 {} / max {} ms ({} runs)",
+            f(pc(50.0)),
+            f(pc(99.0)),
+            f(pc(100.0)),
+            runs.len()
+        );
+        if c == Config::Stock {
+            let bs =
+                sys::read_knob(&Path::new(DEBUG_SCHED).join("base_slice_ns")).unwrap_or_default();
+            r.details.push_str(&format!(", base_slice_ns {bs}"));
+        }
+        if c == Config::ScxFloor {
+            r.goal = Some((
+                mean / 1e6 <= S2_GOAL_MS,
+                format!("<= {S2_GOAL_MS} ms at --slice-us 500"),
+            ));
+        }
+        r.raw = json!({
+            "mean_slice_ns": mean, "schedstat_before": before, "schedstat_after": after,
+            "runs": runs.len(), "run_p50_ns": probe::percentile(&runs, 50.0),
+            "run_p99_ns": probe::percentile(&runs, 99.0), "run_max_ns": runs.last(),
+            "run_hist_bin_ns": 100_000, "run_hist": probe::bin(&runs, 100_000, 100),
+            "gaps_recorded": [a.gaps.len(), b.gaps.len()], "dropped": [a.dropped, b.dropped],
+        });
+        Ok(r)
+    })();
+    sys::kill_all(&mut kids);
+    r
+}
+
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|f| f.is_file())
+    })
+}
+
+/// Check that a workload binary is installed.
+pub fn require_tool(name: &str, package: &str) -> Result<()> {
+    if find_in_path(name).is_none() {
+        bail!("{name} not found in PATH: install {package} (scripts/setup does)");
+    }
+    Ok(())
+}
+
+/// Run a workload to completion with a deadline; its stdout.
+fn run_workload(ctx: &Ctx, cmd: &mut Command, secs: f64) -> Result<String> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = sys::spawn(cmd, Policy::Other, &ctx.cpus)?;
+    let pid = child.id() as i32;
+    let _wd = Watchdog::arm(vec![pid], Duration::from_secs_f64(secs));
+    let out = child.wait_with_output();
+    sys::forget(pid);
+    let out = out?;
+    if !out.status.success() {
+        bail!(
+            "{:?} failed ({}): {}",
+            cmd.get_program(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Throughput: hackbench (SCHED_OTHER, all CPUs), median time of the runs.
+pub fn throughput(ctx: &Ctx, c: Config) -> Result<Row> {
+    // one run first, not counted: it warms the page cache and the scheduler
+    // just loaded (the first run after a load was up to 2x slower in the VM)
+    let mut times = Vec::new();
+    for i in 0..=ctx.d.hb_runs {
+        let out = run_workload(ctx, Command::new("hackbench").args(&ctx.d.hb_args), 120.0)?;
+        let t = parse::hackbench_secs(&out)?;
+        if i > 0 {
+            times.push(t);
+        }
+    }
+    let med = crate::report::median(&times).context("no hackbench run")?;
+    let mut r = row(
+        Scenario::Throughput,
+        c,
+        "hackbench time (s, median)",
+        RatioKind::StockOverValue,
+    );
+    r.value = Some(med);
+    r.details = format!(
+        "hackbench {}, runs {} s (after one warm-up); vs stock = stock time / time",
+        ctx.d.hb_args.join(" "),
+        times
+            .iter()
+            .map(|t| format!("{t:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    r.raw = json!({ "times_s": times, "median_s": med, "args": ctx.d.hb_args });
+    Ok(r)
+}
+
+/// Wake-up latency: cyclictest as SCHED_OTHER, a thread per CPU at 1 ms,
+/// under one SCHED_OTHER CPU hog per CPU.
+pub fn latency(ctx: &Ctx, c: Config) -> Result<Row> {
+    let secs = ctx.d.lat_secs;
+    let mut kids = Vec::new();
+    let r = (|| -> Result<Row> {
+        for &cpu in &ctx.cpus {
+            kids.push(sys::spawn(
+                &mut hog_cmd(ctx, secs as f64 + 10.0),
+                Policy::Other,
+                &[cpu],
+            )?);
+        }
+        sleep_s(0.2);
+        let args = [
+            "--policy=other".to_string(),
+            "-t".into(),
+            "-a".into(),
+            "-i".into(),
+            "1000".into(),
+            "-D".into(),
+            secs.to_string(),
+            "-q".into(),
+            "-m".into(),
+            "-h".into(),
+            "10000".into(),
+        ];
+        let out = run_workload(
+            ctx,
+            Command::new("cyclictest").args(&args),
+            secs as f64 + 30.0,
+        )?;
+        let l = parse::cyclictest(&out)?;
+        let mut r = row(
+            Scenario::Latency,
+            c,
+            "p99 wake-up latency (us)",
+            RatioKind::ValueOverStock,
+        );
+        r.value = Some(l.p99_us.unwrap_or(10_000) as f64);
+        r.details = format!(
+            "avg {} us, p50 {} us, max {} us, {} wake-ups{}",
+            fmt_num(l.avg_us),
+            l.p50_us
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| ">10000".into()),
+            l.max_us,
+            l.samples,
+            if l.p99_us.is_none() {
+                "; p99 beyond the 10 ms histogram"
+            } else {
+                ""
+            }
+        );
+        r.raw = json!({ "cyclictest": l, "args": args });
+        Ok(r)
+    })();
+    sys::kill_all(&mut kids);
+    r
+}
+
+/// Run scenario `s` under `c` (the setup is already in place).
+pub fn run(ctx: &Ctx, c: Config, s: Scenario) -> Result<Row> {
+    match s {
+        Scenario::S0 => s0(ctx, c),
+        Scenario::S1 => s1(ctx, c),
+        Scenario::S2 => s2(ctx, c),
+        Scenario::Throughput => throughput(ctx, c),
+        Scenario::Latency => latency(ctx, c),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setups() {
+        let s = setup_for(Config::Stock, Scenario::S0, 1);
+        assert_eq!(s.floor_args, None);
+        assert!(s
+            .knobs
+            .contains(&("fair_server/cpu1/runtime".into(), "20000".into())));
+        let s = setup_for(Config::StockNoserver, Scenario::S1, 3);
+        assert!(s
+            .knobs
+            .contains(&("fair_server/cpu3/runtime".into(), "0".into())));
+        let s = setup_for(Config::ScxExt, Scenario::S0, 1);
+        assert!(s
+            .knobs
+            .contains(&("ext_server/cpu1/runtime".into(), "20000".into())));
+        let a = s.floor_args.unwrap();
+        assert!(
+            a.windows(2).any(|w| w == ["--kernel-server", "keep"])
+                && a.contains(&"--no-server".into())
+        );
+        let a = setup_for(Config::ScxFloor, Scenario::S0, 1)
+            .floor_args
+            .unwrap();
+        assert!(a.windows(2).any(|w| w == ["--server-runtime-us", "20"]));
+        let a = setup_for(Config::ScxFloor, Scenario::S2, 1)
+            .floor_args
+            .unwrap();
+        assert!(a.windows(2).any(|w| w == ["--slice-us", "500"]));
+        // S1, throughput and latency share a load of scx_floor only if their flags agree
+        assert_ne!(
+            setup_for(Config::ScxFloor, Scenario::S1, 1),
+            setup_for(Config::ScxFloor, Scenario::Throughput, 1)
+        );
+        assert_eq!(
+            setup_for(Config::ScxFloor, Scenario::Throughput, 1),
+            setup_for(Config::ScxFloor, Scenario::Latency, 1)
+        );
+        assert!(
+            !Config::StockSlice500.runs(Scenario::S1) && Config::StockSlice500.runs(Scenario::S2)
+        );
+    }
+
+    #[test]
+    fn s1_goals() {
+        assert!(s1_goal(50.0, 945.0, Some(0.4)).0);
+        let (met, why) = s1_goal(50.0, 939.0, Some(0.4));
+        assert!(!met && why == "RT < 940 ms/s", "{why}");
+        let (met, why) = s1_goal(40.0, 939.0, None);
+        assert!(
+            !met && why.contains("normal < 47.5") && why.contains("first service > 1 s"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn ansi_is_stripped() {
+        assert_eq!(
+            strip_ansi("07:52 \x1b[0m\x1b[34m[INFO] \x1b[0mok"),
+            "07:52 [INFO] ok"
+        );
+        assert_eq!(strip_ansi("plain"), "plain");
+    }
+
+    #[test]
+    fn names_round_trip() {
+        use clap::ValueEnum;
+        for s in Scenario::ALL {
+            assert_eq!(Scenario::from_str(s.name(), false).unwrap(), s);
+        }
+        for c in Config::ALL {
+            assert_eq!(Config::from_str(c.name(), false).unwrap(), c);
+        }
+        assert!(Scenario::from_str("s9", false).is_err());
+    }
+}

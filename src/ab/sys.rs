@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Side effects of the harness, all in one place: its own priority and CPU,
+//! starting workloads with an explicit policy and CPU set, the watchdog, the
+//! kernel knobs it changes (saved first, restored on every exit path), and
+//! the cleanup that runs on SIGINT/SIGTERM or an error.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// Where sched_ext shows its state.
+pub const SCX: &str = "/sys/kernel/sched_ext";
+/// debugfs' scheduler directory (fair_server, ext_server, base_slice_ns).
+pub const DEBUG_SCHED: &str = "/sys/kernel/debug/sched";
+
+/// A scheduling policy for a workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// SCHED_OTHER, nice 0
+    Other,
+    /// SCHED_FIFO at this priority
+    Fifo(i32),
+    /// SCHED_RR at this priority
+    Rr(i32),
+}
+
+fn set_policy_raw(pid: i32, p: Policy) -> std::io::Result<()> {
+    let (pol, prio) = match p {
+        Policy::Other => (libc::SCHED_OTHER, 0),
+        Policy::Fifo(x) => (libc::SCHED_FIFO, x),
+        Policy::Rr(x) => (libc::SCHED_RR, x),
+    };
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: plain system call on a valid sched_param.
+    if unsafe { libc::sched_setscheduler(pid, pol, &param) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn set_affinity_raw(pid: i32, cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET stays in bounds (checked).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            if c >= libc::CPU_SETSIZE as usize {
+                return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Make the calling process the controller: pinned to `cpu`, SCHED_FIFO 99,
+/// memory locked, so that it keeps running above every hog it starts.
+pub fn become_controller(cpu: usize) -> Result<()> {
+    set_affinity_raw(0, &[cpu]).with_context(|| format!("pinning the controller to CPU {cpu}"))?;
+    set_policy_raw(0, Policy::Fifo(99)).context("making the controller SCHED_FIFO 99")?;
+    // SAFETY: plain system call.
+    unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    Ok(())
+}
+
+/// Start `cmd` with `policy` on `cpus`. The child sets both itself before it
+/// execs: it would otherwise inherit the controller's SCHED_FIFO 99 and CPU.
+/// The policy is set first, so the child never runs at FIFO 99 on a measured
+/// CPU. Registered for cleanup; SIGKILLed by the kernel if the harness dies.
+pub fn spawn(cmd: &mut Command, policy: Policy, cpus: &[usize]) -> Result<Child> {
+    spawn_with_death(cmd, policy, cpus, libc::SIGKILL)
+}
+
+/// [`spawn`], with the signal the kernel sends the child if the harness dies
+/// (even by SIGKILL, when no cleanup can run): PR_SET_PDEATHSIG.
+pub fn spawn_with_death(
+    cmd: &mut Command,
+    policy: Policy,
+    cpus: &[usize],
+    death_signal: i32,
+) -> Result<Child> {
+    let cpus_v = cpus.to_vec();
+    // SAFETY: only async-signal-safe system calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, death_signal as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            set_policy_raw(0, policy)?;
+            set_affinity_raw(0, &cpus_v)
+        });
+    }
+    if stopping() {
+        bail!("stopping");
+    }
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("starting {:?}", cmd.get_program()))?;
+    register(child.id() as i32);
+    if stopping() {
+        // the signal's cleanup may have run between the check and the spawn
+        kill9(child.id() as i32);
+    }
+    Ok(child)
+}
+
+/// A task's policy (field 41 of /proc/PID/stat) and last CPU (field 39).
+pub fn policy_and_cpu(pid: i32) -> Option<(u32, usize)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // fields after the ")" of comm: field 3 is the first
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some((f.get(41 - 3)?.parse().ok()?, f.get(39 - 3)?.parse().ok()?))
+}
+
+/// /proc/PID/schedstat of a task.
+pub fn schedstat(pid: i32) -> Result<crate::parse::Schedstat> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .with_context(|| format!("reading /proc/{pid}/schedstat"))?;
+    crate::parse::schedstat(&s)
+}
+
+/// SIGKILL a pid (ignores a task already gone).
+pub fn kill9(pid: i32) {
+    // SAFETY: plain system call.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+/// Kill and reap children; forget them for cleanup. A child already reaped
+/// is not signalled again (its pid may have been reused).
+pub fn kill_all(children: &mut [Child]) {
+    for c in children.iter_mut() {
+        if !matches!(c.try_wait(), Ok(Some(_))) {
+            kill9(c.id() as i32);
+        }
+    }
+    for c in children.iter_mut() {
+        let _ = c.wait();
+        forget(c.id() as i32);
+    }
+}
+
+/// Kills `pids` after `after` unless dropped first: the harness's watchdog
+/// (an RT hog on a CPU whose server is off can hang that CPU for good).
+pub struct Watchdog {
+    cancel: Arc<AtomicBool>,
+}
+
+impl Watchdog {
+    /// Arm: SIGKILL `pids` once `after` has passed.
+    pub fn arm(pids: Vec<i32>, after: Duration) -> Watchdog {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let c = cancel.clone();
+        let deadline = Instant::now() + after;
+        std::thread::spawn(move || {
+            while Instant::now() < deadline {
+                if c.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if !c.load(Ordering::Relaxed) {
+                log::warn!("watchdog: killing {pids:?} at their deadline");
+                for p in pids {
+                    kill9(p);
+                }
+            }
+        });
+        Watchdog { cancel }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What must be undone on any exit: workloads to kill, an scx_floor to stop,
+/// knobs to put back (path, original value), in the order they were changed.
+#[derive(Default)]
+struct Cleanup {
+    pids: Vec<i32>,
+    floor: Option<i32>,
+    knobs: Vec<(PathBuf, String)>,
+}
+
+static CLEANUP: Mutex<Option<Cleanup>> = Mutex::new(None);
+
+/// Set once a signal asked the harness to stop: nothing new may start.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Has a signal asked the harness to stop?
+pub fn stopping() -> bool {
+    STOPPING.load(Ordering::SeqCst)
+}
+
+/// SIGINT/SIGTERM: no new workload starts from now on; undo everything.
+pub fn stop_on_signal() -> Vec<String> {
+    STOPPING.store(true, Ordering::SeqCst);
+    cleanup()
+}
+
+fn with_cleanup<R>(f: impl FnOnce(&mut Cleanup) -> R) -> R {
+    let mut g = CLEANUP.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(Default::default))
+}
+
+fn register(pid: i32) {
+    with_cleanup(|c| c.pids.push(pid));
+}
+
+/// A workload has been reaped: cleanup must not signal its pid any more.
+pub fn forget(pid: i32) {
+    with_cleanup(|c| c.pids.retain(|&p| p != pid));
+}
+
+/// Record the running scx_floor (stopped by cleanup if still set).
+pub fn set_floor(pid: Option<i32>) {
+    with_cleanup(|c| c.floor = pid);
+}
+
+/// Read a kernel knob, trimmed.
+pub fn read_knob(path: &Path) -> Result<String> {
+    Ok(std::fs::read_to_string(path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .trim()
+        .to_string())
+}
+
+/// Write a kernel knob; its original value is saved the first time (for
+/// [`restore_knobs`]).
+pub fn set_knob(path: &Path, value: &str) -> Result<()> {
+    let orig = read_knob(path)?;
+    with_cleanup(|c| {
+        if !c.knobs.iter().any(|(p, _)| p == path) {
+            c.knobs.push((path.to_path_buf(), orig));
+        }
+    });
+    std::fs::write(path, value).with_context(|| format!("writing {value} to {}", path.display()))
+}
+
+/// Put every changed knob back, last changed first. Returns the failures.
+pub fn restore_knobs() -> Vec<String> {
+    let knobs = with_cleanup(|c| std::mem::take(&mut c.knobs));
+    let mut errs = Vec::new();
+    for (p, v) in knobs.iter().rev() {
+        if let Err(e) = std::fs::write(p, v) {
+            errs.push(format!("restoring {} to {v}: {e}", p.display()));
+        }
+    }
+    errs
+}
+
+/// Wait (up to `secs`) for a process of ours to exit; its exit code, or None
+/// if it was reaped elsewhere or is still running (then it is SIGKILLed).
+pub fn wait_pid(pid: i32, secs: f64) -> Option<i32> {
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    loop {
+        let mut status = 0;
+        // SAFETY: plain system call.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            return Some(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                128 + libc::WTERMSIG(status)
+            });
+        }
+        if r < 0 {
+            return None;
+        }
+        if Instant::now() >= deadline {
+            kill9(pid);
+            // SAFETY: plain system call.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The sched_ext state ("enabled", "disabled", ...) or "missing".
+pub fn scx_state() -> String {
+    read_knob(&Path::new(SCX).join("state")).unwrap_or_else(|_| "missing".into())
+}
+
+/// Poll until the sched_ext state is `want`, for at most `secs`.
+pub fn wait_scx_state(want: &str, secs: f64) -> bool {
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    while Instant::now() < deadline {
+        if scx_state() == want {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    scx_state() == want
+}
+
+/// Undo everything: kill the workloads, stop scx_floor (SIGINT, then
+/// SIGKILL after 20 s: its guardian restores what it changed), restore the
+/// knobs. Safe to call more than once and from the signal-handling thread.
+pub fn cleanup() -> Vec<String> {
+    let (pids, floor) = with_cleanup(|c| (std::mem::take(&mut c.pids), c.floor.take()));
+    for p in &pids {
+        kill9(*p);
+    }
+    let mut errs = Vec::new();
+    if let Some(f) = floor {
+        // SAFETY: plain system call.
+        unsafe { libc::kill(f, libc::SIGINT) };
+        wait_pid(f, 20.0);
+        if !wait_scx_state("disabled", 20.0) {
+            errs.push(format!(
+                "sched_ext is still {} after stopping scx_floor",
+                scx_state()
+            ));
+        }
+    }
+    errs.extend(restore_knobs());
+    errs
+}
+
+/// Online CPUs.
+pub fn online_cpus() -> Result<Vec<usize>> {
+    crate::parse::cpulist(&read_knob(Path::new("/sys/devices/system/cpu/online"))?)
+}
+
+/// Checks before the harness touches anything: root, sched_ext, no
+/// scheduler loaded, debugfs (mounted here if it is not), 2 online CPUs.
+pub fn preflight() -> Result<Vec<usize>> {
+    // SAFETY: plain system call.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("must run as root: it loads a BPF scheduler, starts RT tasks and writes debugfs knobs (try sudo)");
+    }
+    if !Path::new(SCX).exists() {
+        bail!(
+            "this kernel has no sched_ext ({SCX} missing): it needs CONFIG_SCHED_CLASS_EXT=y (kernel {})",
+            kernel_release()
+        );
+    }
+    let st = scx_state();
+    if st != "disabled" {
+        let ops = read_knob(&Path::new(SCX).join("root/ops")).unwrap_or_default();
+        bail!("a sched_ext scheduler is already loaded (state {st}, ops '{ops}'): stop it first");
+    }
+    if !Path::new(DEBUG_SCHED).exists() {
+        let ok = Command::new("mount")
+            .args(["-t", "debugfs", "none", "/sys/kernel/debug"])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok || !Path::new(DEBUG_SCHED).exists() {
+            bail!("debugfs is not mounted at /sys/kernel/debug and mounting it failed");
+        }
+    }
+    let cpus = online_cpus()?;
+    if cpus.len() < 2 {
+        bail!("needs at least 2 online CPUs (one measured, one for the controller); this machine has {}", cpus.len());
+    }
+    Ok(cpus)
+}
+
+/// uname -r.
+pub fn kernel_release() -> String {
+    read_knob(Path::new("/proc/sys/kernel/osrelease")).unwrap_or_else(|_| "unknown".into())
+}
+
+/// Lines of the kernel log that report sched_ext trouble.
+pub fn dmesg_scx_errors() -> Vec<String> {
+    let out = Command::new("dmesg")
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    String::from_utf8_lossy(&out)
+        .lines()
+        .filter(|l| {
+            (l.contains("sched_ext") && (l.contains("error") || l.contains("stall")))
+                || l.contains("runnable task stall")
+                || l.contains("BUG:")
+                || l.contains("WARNING:")
+        })
+        .map(str::to_string)
+        .collect()
+}

@@ -1,0 +1,116 @@
+#!/bin/bash
+# The A/B harness (scx_floor-ab): bad input gets a clear message and changes
+# nothing; a --quick run of every scenario under stock and scx-floor writes a
+# JSON row for each pair, the table and both PNGs, and puts every knob back;
+# SIGINT and SIGTERM mid-run stop the hogs and scx_floor and restore the
+# knobs; the harness's S1 and S2 figures agree with measurements by hand
+# (scenarios.md: schedstat of a normal task under an RR hog, 6 s; of two
+# hogs sharing a CPU, 5 s).
+source "$(dirname "$0")/lib.sh"
+AB=${AB:-$ROOT/target/release/scx_floor-ab}
+OUT=$LOGDIR/ab.$$
+CPU=1
+as_controller
+dmesg -C
+
+knobs() { # the knobs the harness may change, as one line
+	echo "fair=$(cat /sys/kernel/debug/sched/fair_server/cpu$CPU/runtime)" \
+		"ext=$(cat /sys/kernel/debug/sched/ext_server/cpu$CPU/runtime)" \
+		"slice=$(cat /sys/kernel/debug/sched/base_slice_ns)"
+}
+leftovers() { pgrep -f 'scx_floor-ab helper' || true; pgrep -x scx_floor || true; }
+orig=$(knobs)
+
+expect_err() { # what regex CMD...: fails, says it, changes nothing
+	local what=$1 re=$2 out rc
+	shift 2
+	out=$("$@" 2>&1); rc=$?
+	out=$(tr '\n' ' ' <<<"$out")
+	[ $rc -ne 0 ] || fail "$what: exit code 0"
+	grep -Eq -e "$re" <<<"$out" || fail "$what: message does not match /$re/: $out"
+	if [ "$what" != "scheduler loaded" ]; then # (a loaded scx_floor has the ext_server off)
+		[ "$(knobs)" = "$orig" ] || fail "$what: knobs changed: $(knobs), were $orig"
+		[ "$(scx_state)" = disabled ] || fail "$what: sched_ext $(scx_state)"
+	fi
+	note "$what: exit $rc, \"$(grep -Eo -e "$re" <<<"$out")\""
+}
+expect_err "unknown scenario" "invalid value 's7'.*possible values: s0, s1, s2, throughput, latency" "$AB" --scenarios s1,s7
+expect_err "unknown config" "invalid value 'cfs'.*stock-noserver" "$AB" --configs cfs
+expect_err "not root" "must run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$AB" --quick
+expect_err "no sched_ext" "no sched_ext" unshare -m sh -c "mount -t tmpfs none /sys/kernel && exec $AB --quick"
+expect_err "bad cpu" "--cpu 7 is not an online CPU" "$AB" --cpu 7 --quick
+start_floor
+expect_err "scheduler loaded" "already loaded.*floor" "$AB" --quick
+kill -0 "$FLOOR_PID" || fail "the loaded scx_floor died"
+stop_floor || fail "scx_floor exit code $?"
+[ "$(knobs)" = "$orig" ] || fail "knobs after scx_floor: $(knobs), were $orig"
+
+# A quick run of every scenario under stock and scx-floor.
+start=$SECONDS
+"$AB" --quick --configs stock,scx-floor --cpu $CPU --out "$OUT" >"$OUT.table" 2>"$OUT.err" \
+	|| { tail -20 "$OUT.err"; fail "quick run exit code $?"; }
+note "quick run: $((SECONDS - start)) s"
+sed 's/^/    /' "$OUT.table"
+J=$OUT/ab.json
+for s in s0 s1 s2 throughput latency; do
+	for c in stock scx-floor; do
+		n=$(jq --arg s $s --arg c $c '[.rows[] | select(.scenario == $s and .config == $c)] | length' "$J")
+		[ "$n" = 1 ] || fail "$n rows for $s / $c in ab.json"
+		v=$(jq -r --arg s $s --arg c $c '.rows[] | select(.scenario == $s and .config == $c) | "\(.value) \(.error)"' "$J")
+		[[ "$v" =~ ^[0-9.e+-]+\ null$ ]] || fail "$s / $c: value, error = $v"
+		grep -q "^| $s | $c | " "$OUT.table" || fail "no table row for $s / $c"
+	done
+done
+[ "$(jq '.rows | length' "$J")" = 10 ] || fail "ab.json has $(jq '.rows | length' "$J") rows, want 10"
+[ "$(jq -r '.rows[] | select(.config == "stock") | .ratio' "$J" | sort -u)" = 1 ] || fail "stock rows' ratio is not 1"
+for p in s1_bandwidth.png s2_runlen.png; do
+	[ "$(head -c 4 "$OUT/$p" | tail -c 3)" = PNG ] || fail "$p is not a PNG"
+done
+[ "$(jq -r .environment.kernel "$J")" = "$(uname -r)" ] || fail "kernel missing from ab.json"
+[ "$(knobs)" = "$orig" ] || fail "knobs after the run: $(knobs), were $orig"
+[ "$(scx_state)" = disabled ] || fail "sched_ext $(scx_state) after the run"
+[ -z "$(leftovers)" ] || fail "processes left: $(leftovers)"
+
+# SIGINT in S1 with the fair_server off, SIGTERM while scx_floor serves (exit
+# 130, knobs restored); SIGKILL while scx_floor serves (no cleanup can run: the
+# children's parent-death signals stop the hogs and unload scx_floor).
+interrupt() { # SIG CONFIG SCENARIO EXIT
+	"$AB" --quick --configs "$2" --scenarios "$3" --cpu $CPU --out "$OUT.sig" >/dev/null 2>"$OUT.sig.err" &
+	local p=$! rc
+	sleep 4
+	kill -"$1" $p
+	wait $p; rc=$?
+	[ $rc = "$4" ] || fail "SIG$1 during $3 / $2: exit $rc, want $4"
+	wait_state disabled 20 || fail "SIG$1 during $3 / $2: sched_ext $(scx_state)"
+	sleep 0.5
+	[ "$(knobs)" = "$orig" ] || fail "SIG$1 during $3 / $2: knobs $(knobs), were $orig"
+	[ -z "$(leftovers)" ] || fail "SIG$1 during $3 / $2: processes left: $(leftovers)"
+	note "SIG$1 during $3 / $2: exit $rc, knobs as they were, nothing left running"
+}
+interrupt INT stock-noserver s1 130
+interrupt TERM scx-floor s0 130
+interrupt KILL scx-floor s1 137
+
+# S1 by hand (stock, fair_server 50 ms / 1 s) against the harness's figure.
+n=$(taskset -c $CPU chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
+sleep 0.3
+h=$(rt_hog $CPU rr 25 20) || fail "no hog"
+sleep 0.5
+hand=$(ms_per_s "$n" 6)
+kill -KILL "$h" "$n" 2>/dev/null
+ab=$(jq -r '.rows[] | select(.scenario == "s1" and .config == "stock") | .value' "$J")
+note "S1 stock: by hand $hand ms/s, harness $ab ms/s"
+awk -v a="$hand" -v b="$ab" 'BEGIN { d = a - b; exit !(d < 12 && d > -12) }' \
+	|| fail "S1 by hand ($hand ms/s) and the harness ($ab ms/s) differ by 12 ms/s or more"
+# S2 by hand (stock: two hogs, schedstat field 1 / field 3 over 5 s) against the
+# harness's figure: the mean slice of stock EEVDF moves by ~20% between runs here.
+a=$(hog $CPU); b=$(hog $CPU)
+sleep 0.5
+hand2=$(mean_slice_ms 5 "$a" "$b")
+kill -KILL "$a" "$b" 2>/dev/null
+ab2=$(jq -r '.rows[] | select(.scenario == "s2" and .config == "stock") | .value' "$J")
+note "S2 stock: by hand $hand2 ms, harness $ab2 ms"
+awk -v a="$hand2" -v b="$ab2" 'BEGIN { exit !(b > 0 && a / b < 1.6 && a / b > 0.625) }' \
+	|| fail "S2 by hand ($hand2 ms) and the harness ($ab2 ms) differ by a factor of 1.6 or more"
+errs=$(dmesg_errors)
+[ -z "$errs" ] || { echo "$errs"; fail "dmesg reports sched_ext trouble"; }
