@@ -141,8 +141,9 @@ fn waiters_of(
         return Vec::new();
     }
     // Kernel threads first (a per-CPU kworker or ksoftirqd that waits
-    // behind dozens of user tasks stalls RCU, workqueues and, through them,
-    // the whole machine), then the longest waiting.
+    // behind dozens of user tasks delays RCU callbacks and workqueues for
+    // the whole machine; not measured to matter yet), then the longest
+    // waiting.
     let mut v: Vec<((bool, u64), Waiter)> = Vec::new();
     for (tid, w) in view.waiters() {
         if w.cpu as usize != cpu {
