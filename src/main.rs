@@ -67,8 +67,8 @@ pub struct Opts {
 
     /// Arm the slice timer this many us before the slice ends, to absorb the
     /// timer's own latency (expiry, softirq, kick, reschedule): "auto" learns
-    /// it per CPU from the runs the timer ended (at most half the slice); 0
-    /// arms it at the slice's end exactly.
+    /// it per CPU from the runs the timer ended; 0 arms it at the slice's
+    /// end exactly. Either way the lead is capped at 7/8 of the slice.
     #[arg(long, default_value = "auto", value_name = "US|auto", value_parser = parse_timer_lead)]
     timer_lead_us: TimerLead,
 
