@@ -36,6 +36,13 @@ expect_err "--min-slice-us alone" "required arguments were not provided|--latenc
 expect_err "min slice above latency" "min-slice-us 2000 must be at most --latency-us \(1000\)" \
 	"$FLOOR" --latency-us 1000 --min-slice-us 2000
 expect_err "--boost rr" "invalid value 'rr'" "$FLOOR" --boost rr
+expect_err "--latency-us 99" "latency-us.*not in 100..=1000000" "$FLOOR" --latency-us 99
+expect_err "--latency-us 1000001" "latency-us.*not in 100..=1000000" "$FLOOR" --latency-us 1000001
+expect_err "--min-slice-us 19" "min-slice-us.*not in 20..=100000" "$FLOOR" --latency-us 1000 --min-slice-us 19
+expect_err "--stats 3601" "stats.*out of range" "$FLOOR" --stats 3601
+expect_err "--timer-lead-us 10001" "timer-lead-us.*0 to 10000" "$FLOOR" --timer-lead-us 10001
+expect_err "--exit-dump-len -1" "exit-dump-len|unexpected argument" "$FLOOR" --exit-dump-len -1
+expect_err "--server-runtime-us x" "invalid value 'x' for '--server-runtime-us" "$FLOOR" --server-runtime-us x
 expect_err "--kernel-server maybe" "invalid value 'maybe'" "$FLOOR" --kernel-server maybe
 expect_err "not root" "must run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$FLOOR"
 # A kernel without sched_ext: hide /sys/kernel/sched_ext in a private mount namespace.
