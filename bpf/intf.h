@@ -98,7 +98,8 @@ struct floor_cpu_stat {
 	/* normal tasks runnable on this CPU when the last one started here:
 	 * the one starting, those queued in this CPU's own and local DSQs,
 	 * and this CPU's share of the shared DSQ (rounded up); the slice
-	 * policy's load figure. Runs of the policy thread are not sampled. */
+	 * policy's load figure, sampled in latency-target mode only (0
+	 * otherwise). Runs of the policy thread are not sampled. */
 	u64 nr_runnable;
 	/* the slice of the last run started here, ns */
 	u64 last_slice_ns;

@@ -60,6 +60,8 @@ const volatile s64 timer_lead_ns = -1;
  * each other back and forth on every wake-up.
  */
 const volatile bool wakeup_preempt = true;
+/* Sample each CPU's runnable count at every run start (latency-target mode only). */
+const volatile bool sample_load = false;
 
 /* Written by the policy loop while running: per-CPU slice (ns), 0 = slice_ns. */
 u64 cpu_slice_ns[FLOOR_MAX_CPUS];
@@ -459,7 +461,9 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 	/* The CPU's slice may have shrunk since the task was queued. */
 	if (p->scx.slice > slice)
 		p->scx.slice = slice;
-	if (st && p->pid != policy_tid) {
+	if (st)
+		st->last_slice_ns = p->scx.slice;
+	if (st && sample_load && p->pid != policy_tid) {
 		s32 own = scx_bpf_dsq_nr_queued(cpu);
 		s32 local = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
 		s32 shared = scx_bpf_dsq_nr_queued(FLOOR_SHARED_DSQ);
@@ -467,7 +471,6 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 
 		st->nr_runnable = 1 + (own > 0 ? own : 0) + (local > 0 ? local : 0) +
 				  ((shared > 0 ? (u64)shared : 0) + on - 1) / on;
-		st->last_slice_ns = p->scx.slice;
 	}
 	if (!sc)
 		return;

@@ -266,6 +266,7 @@ fn run(opts: Opts) -> Result<()> {
         // Latency mode: a CPU with one task gets the whole target.
         slice_ns: slice.slice_for(1),
         wakeup_preempt: !opts.no_wakeup_preempt,
+        sample_load: slice.is_dynamic(),
         slice_timer: !opts.no_slice_timer,
         timer_lead_ns: match opts.timer_lead_us {
             TimerLead::Auto => -1,

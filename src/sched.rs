@@ -28,6 +28,8 @@ pub struct SchedConfig {
     pub timer_lead_ns: i64,
     /// a waking task with a much lower vtime preempts the running one
     pub wakeup_preempt: bool,
+    /// sample each CPU's runnable count at run start (latency-target mode)
+    pub sample_load: bool,
     /// debug dump length for the kernel's exit report (0: kernel default)
     pub exit_dump_len: u32,
     /// libbpf debug output
@@ -108,6 +110,7 @@ impl<'a> Scheduler<'a> {
         ro.slice_timer = cfg.slice_timer;
         ro.timer_lead_ns = cfg.timer_lead_ns;
         ro.wakeup_preempt = cfg.wakeup_preempt;
+        ro.sample_load = cfg.sample_load;
 
         let mut skel = scx_ops_load!(skel, floor_ops, uei)?;
         // The policy loop runs on this (the main) thread: its runs are not load samples.

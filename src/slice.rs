@@ -12,7 +12,7 @@
 //!   replaced them in 6.6: the period stretches to `n * M` once `L / n < M`,
 //!   which for equal weights is the same slice).
 //!
-//! The BPF side samples `n` at every run start (`nr_runnable` in
+//! In latency-target mode the BPF side samples `n` at every run start (`nr_runnable` in
 //! bpf/intf.h); the policy loop polls it from the mmapped .bss and writes the
 //! slice back (`cpu_slice_ns`), no system call either way. A new `n` is
 //! taken only once two polls in a row agree, so the policy thread's own

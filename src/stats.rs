@@ -35,7 +35,8 @@ pub struct CpuCounters {
     pub hi_running: u64,
     /// the slice timer's learned latency, ns
     pub timer_lat_ns: u64,
-    /// runnable normal tasks at the last run start (the slice policy's load)
+    /// runnable normal tasks at the last run start (the slice policy's
+    /// load; 0: not sampled, fixed-slice mode)
     pub nr_runnable: u64,
     /// slice of the last run started, ns
     pub last_slice_ns: u64,
@@ -101,7 +102,7 @@ pub struct CpuInterval {
     pub timer_lat_us: f64,
     /// slice of the last run started, us
     pub slice_us: f64,
-    /// runnable normal tasks at the last run start
+    /// runnable normal tasks at the last run start (0: not sampled)
     pub nr_runnable: u64,
     /// wake-ups that preempted the running task
     pub wakeup_preempts: u64,
@@ -195,7 +196,11 @@ pub fn format_table(rows: &[CpuInterval]) -> String {
             r.max_overshoot_us,
             r.timer_lat_us,
             r.slice_us,
-            r.nr_runnable,
+            if r.nr_runnable == 0 {
+                "-".to_string()
+            } else {
+                r.nr_runnable.to_string()
+            },
             r.wakeup_preempts
         );
     }
