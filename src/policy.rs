@@ -549,15 +549,16 @@ fn server_rows(reports: &[Mutex<ServerRow>]) -> Vec<ServerRow> {
         .collect()
 }
 
-/// Writes `--stats-json`: every CPU's counters since load (histograms
-/// included) and the server rows. Errors are logged, not fatal.
+/// Writes `--stats-json` from `snap` (a `snapshot()`): every CPU's
+/// counters since load (histograms included) and the server rows. Errors
+/// are logged, not fatal.
 fn write_json(
     path: &std::path::Path,
-    view: &BpfView,
+    snap: (u64, Vec<(usize, CpuCounters)>),
     cfg: &PolicyConfig,
     reports: &[Mutex<ServerRow>],
 ) {
-    let (t, cpus) = snapshot(view);
+    let (t, cpus) = snap;
     let doc = stats::StatsDoc::new(t, &cfg.slice, cpus, server_rows(reports));
     let r = serde_json::to_string_pretty(&doc)
         .map_err(anyhow::Error::from)
@@ -745,8 +746,9 @@ fn run_servers(
                 if monotonic_ns() >= t {
                     next_stats = Some(t + every.as_nanos() as u64);
                     report(view, &mut last, every, &reports);
-                    if let Some(p) = &cfg.stats_json {
-                        write_json(p, view, cfg, &reports);
+                    // The same snapshot as the table just printed.
+                    if let (Some(p), Some(snap)) = (&cfg.stats_json, &last) {
+                        write_json(p, snap.clone(), cfg, &reports);
                     }
                 }
             }
@@ -764,7 +766,7 @@ fn run_servers(
             }
         }
         if let Some(p) = &cfg.stats_json {
-            write_json(p, view, cfg, &reports);
+            write_json(p, snapshot(view), cfg, &reports);
         }
         match failed {
             Some(Ok(Err(e))) => Err(e.context("a server thread stopped")),
