@@ -182,3 +182,26 @@ wait_for() {
 	done
 	return 1
 }
+
+# hog_slices NHOGS [ARGS...]: NHOGS CPU hogs pinned to CPU 1 for 5 s, under
+# scx_floor ARGS (--stats-json added), or under the stock scheduler without
+# ARGS. Prints "mean_ms p50_ms p99_ms": the mean slice from schedstat, the
+# run-length quantiles of CPU 1 from scx_floor's histogram ("null" for
+# stock). Returns non-zero if scx_floor exited non-zero (the figures are
+# printed anyway).
+hog_slices() {
+	local n=$1 pids=() i m p50=null p99=null rc=0 j=$LOGDIR/hog_slices.json
+	shift
+	if [ $# -gt 0 ]; then rm -f "$j"; start_floor --stats-json "$j" "$@"; fi
+	for ((i = 0; i < n; i++)); do pids+=("$(hog 1)"); done
+	sleep 0.5
+	m=$(mean_slice_ms 5 "${pids[@]}")
+	kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null
+	if [ $# -gt 0 ]; then
+		stop_floor || rc=1
+		p50=$(jq '.cpus[] | select(.cpu == 1) | .runlen.p50_ns / 1e6' "$j")
+		p99=$(jq '.cpus[] | select(.cpu == 1) | .runlen.p99_ns / 1e6' "$j")
+	fi
+	echo "$m $p50 $p99"
+	return $rc
+}

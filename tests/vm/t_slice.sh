@@ -26,20 +26,13 @@
 source "$(dirname "$0")/lib.sh"
 taskset -p -c 0 $$ >/dev/null	# keep the controller off the measured CPU
 
-J=$LOGDIR/slice.json
 # measure NHOGS ARGS...: prints "mean_ms p99_ms" for NHOGS hogs on CPU 1.
 measure() {
-	local n=$1 pids=() i m p99
-	shift
-	rm -f "$J"
-	start_floor --stats-json "$J" "$@"
-	for ((i = 0; i < n; i++)); do pids+=("$(hog 1)"); done
-	sleep 0.5
-	m=$(mean_slice_ms 5 "${pids[@]}")
-	kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null
-	stop_floor || fail "scx_floor $* exited non-zero"
-	p99=$(jq -r '.cpus[] | select(.cpu == 1) | .runlen.p99_ns / 1e6' "$J") || fail "no $J"
-	echo "$m $p99"
+	local out
+	out=$(hog_slices "$@") || fail "scx_floor ${*:2} exited non-zero"
+	set -- $out
+	num "$3" || fail "no p99 in scx_floor's --stats-json (got: $out)"
+	echo "$1 $3"
 }
 
 grep -q nohz_full /proc/cmdline && note "booted with $(grep -o 'nohz_full=[^ ]*' /proc/cmdline)"
