@@ -8,7 +8,17 @@ SCX=/sys/kernel/sched_ext
 LOGDIR=${LOGDIR:-/tmp/scx_floor-tests}
 mkdir -p "$LOGDIR"
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# fail MSG: print MSG (and, when scx_floor was started, the end of its log
+# and what the kernel said about sched_ext), exit 1.
+fail() {
+	echo "FAIL: $*" >&2
+	if [ -n "${FLOOR_LOG:-}" ] && [ -s "$FLOOR_LOG" ]; then
+		echo "  end of scx_floor's log:" >&2
+		grep -v '^ *[0-9]\+ \|^cpu \|^server:\|per-CPU accounting' "$FLOOR_LOG" | tail -6 | sed 's/^/    /' >&2
+	fi
+	dmesg | grep -E 'sched_ext|BUG:|WARNING:' | tail -4 | sed 's/^/    dmesg: /' >&2
+	exit 1
+}
 note() { echo "  $*"; }
 
 scx_state() { cat $SCX/state 2>/dev/null || echo missing; }
@@ -86,17 +96,42 @@ ge() { num "$1" && num "$2" && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }
 
 # rt_hog CPU fifo|rr PRIO [SECS]: a CPU-bound RT task pinned to CPU, killed
 # after SECS (default 60) by a watchdog at FIFO 95 (an equal-priority one could
-# never preempt it). Prints the spinning task's pid.
+# never preempt it). Prints the task's pid once it spins at its RT policy.
 rt_hog() {
 	local cpu=$1 pol=$2 prio=$3 secs=${4:-60} w p i
 	chrt -f 95 timeout -s KILL "$secs" chrt --"$pol" "$prio" taskset -c "$cpu" sh -c 'while :; do :; done' >/dev/null 2>&1 &
 	w=$!
-	for i in $(seq 50); do
+	for i in $(seq 200); do
 		p=$(pgrep -P "$w" 2>/dev/null | head -1)
-		[ -n "$p" ] && [ "$(awk '{print $41}' /proc/$p/stat 2>/dev/null)" = "$([ $pol = fifo ] && echo 1 || echo 2)" ] && { echo "$p"; return; }
+		[ -n "$p" ] && [ "$(awk '{print $41}' /proc/$p/stat 2>/dev/null)" = "$([ $pol = fifo ] && echo 1 || echo 2)" ] &&
+			spinning "$p" && { echo "$p"; return; }
 		sleep 0.05
 	done
 	echo "rt_hog: could not start" >&2
+	return 1
+}
+
+# spinning PID...: every PID is a shell spinning in user space (comm "sh",
+# state R): done with its exec chain (chrt, setpriv, taskset) and with
+# loading its libraries, which block on the guest's 9p root file system.
+# Starved before that, a "CPU-bound" task spends its share sleeping on I/O.
+spinning() {
+	local p s
+	for p in "$@"; do
+		s=$(cat /proc/$p/stat 2>/dev/null) || return 1
+		[[ $s =~ ^[0-9]+\ \(sh\)\ R ]] || return 1
+	done
+}
+
+# wait_spinning SECS PID...: until `spinning PID...` holds at 3 polls in a
+# row, 100 ms apart; fails after SECS.
+wait_spinning() {
+	local secs=$1 i ok=0
+	shift
+	for ((i = 0; i < secs * 10; i++)); do
+		if spinning "$@"; then ok=$((ok + 1)); [ $ok -ge 3 ] && return 0; else ok=0; fi
+		sleep 0.1
+	done
 	return 1
 }
 

@@ -12,7 +12,7 @@ for i in $(seq 50); do
 	chrt -o 0 setpriv --reuid=65534 --regid=65534 --clear-groups taskset -c 1 sh -c 'while :; do :; done' >/dev/null 2>&1 &
 	pids+=($!)
 done
-sleep 0.5
+wait_spinning 60 "${pids[@]}" || fail "the 50 tasks did not all start spinning within 60 s"
 h=$(rt_hog 1 fifo 50 30) || fail "no RT hog"
 note "RT hog $h: policy $(policy_of "$h"), on CPU $(awk '{print $39}' /proc/$h/stat)"
 sleep 2

@@ -29,7 +29,7 @@ case_() { # runtime_us policy prio
 	start_floor --server-runtime-us "$rt" --server-period-us 1000000 --stats 2
 	wait_ext_server 1 0 5 || fail "ext_server runtime is $(ext_server_runtime 1) while scx_floor serves"
 	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
-	sleep 0.3
+	wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 	h=$(rt_hog 1 "$pol" "$prio" 30) || fail "no hog"
 	first=$(first_service_ms "$n" 3)
 	sleep 0.5
