@@ -42,6 +42,18 @@ enum floor_consts {
 	 * within one test run.
 	 */
 	FLOOR_WATCHDOG_TIMEOUT_MS = 10000,
+	/*
+	 * Starvation guard of the dispatcher: a queued normal task that has
+	 * waited this long (ms, since it last ran) is dispatched before vtime
+	 * order. Pure vtime order lets a low-weight task (nice 19 counts 1.5
+	 * against 100) wait for hundreds of slices of everybody else: measured,
+	 * khugepaged waited 15 s behind stress-ng and hackbench on 2 CPUs, and
+	 * the watchdog ejected the scheduler. A tenth of the watchdog timeout.
+	 */
+	FLOOR_STARVE_MS = 1000,
+	/* How often each CPU looks for such tasks, ms, and how many it takes at most. */
+	FLOOR_STARVE_SCAN_MS = 100,
+	FLOOR_STARVE_MAX_RESCUE = 4,
 	/* Boost slots per CPU: at most this many tasks boosted at once per CPU. */
 	FLOOR_SLOTS_PER_CPU = 16,
 	/* Upper bound of boosted tasks tracked at once (see boosted_pids). */
@@ -112,6 +124,9 @@ struct floor_cpu_stat {
 	u64 nr_timer_ended;
 	u64 timer_fire_delay_sum_ns;
 	u64 timer_switch_delay_sum_ns;
+	/* queued tasks the starvation guard dispatched out of vtime order
+	 * (they had waited FLOOR_STARVE_MS) */
+	u64 nr_starve_rescue;
 	/* log2 histograms (see FLOOR_HIST_*) of run lengths and overshoots, ns */
 	u64 runlen_hist[FLOOR_HIST_BUCKETS];
 	u64 overshoot_hist[FLOOR_HIST_BUCKETS];

@@ -409,10 +409,84 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		wakeup_preempt_check(cpu, vtime, slice, st);
 }
 
+/*
+ * The starvation guard's clock. The kernel keeps, per task, the jiffy at
+ * which it last became runnable without running since (p->scx.runnable_at,
+ * what the watchdog checks). HZ is not known to BPF without the kernel's
+ * config file, so the length of a jiffy is measured against
+ * CLOCK_MONOTONIC over the first second of dispatching.
+ */
+static u64 jiffy_t0_ns, jiffy_j0, jiffy_ns;
+/* Per CPU: the last starvation scan, ns. */
+static u64 starve_scan_ns[FLOOR_MAX_CPUS];
+
+/* Ages beyond this many jiffies are starving; 0 while the clock is not known. */
+static __always_inline u64 starve_jiffies(u64 now)
+{
+	u64 j = bpf_jiffies64();
+
+	if (jiffy_ns)
+		return FLOOR_STARVE_MS * 1000000ULL / jiffy_ns;
+	if (!jiffy_t0_ns) {
+		jiffy_t0_ns = now;
+		jiffy_j0 = j;
+	} else if (now - jiffy_t0_ns >= 1000000000ULL && j > jiffy_j0) {
+		jiffy_ns = (now - jiffy_t0_ns) / (j - jiffy_j0);
+	}
+	return 0;
+}
+
+/*
+ * Moves up to FLOOR_STARVE_MAX_RESCUE tasks of DSQ dsq that may run on cpu
+ * and have waited FLOOR_STARVE_MS or longer to cpu's local DSQ; returns how
+ * many. Walks the whole DSQ: called at most every FLOOR_STARVE_SCAN_MS.
+ */
+static __always_inline u32 starve_rescue(u64 dsq, s32 cpu, u64 limit, u32 done)
+{
+	struct task_struct *p;
+	u64 j = bpf_jiffies64();
+
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		if (done >= FLOOR_STARVE_MAX_RESCUE)
+			break;
+		if ((s64)(j - p->scx.runnable_at) < (s64)limit ||
+		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
+			done++;
+	}
+	return done;
+}
+
 void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *own, *shared;
 	bool own_first;
+	u64 now, limit;
+
+	/*
+	 * Starvation guard: vtime order first, but no queued task waits much
+	 * longer than FLOOR_STARVE_MS (see intf.h).
+	 */
+	if (cpu >= 0 && cpu < FLOOR_MAX_CPUS) {
+		now = bpf_ktime_get_ns();
+		if (now - starve_scan_ns[cpu] >= FLOOR_STARVE_SCAN_MS * 1000000ULL) {
+			starve_scan_ns[cpu] = now;
+			limit = starve_jiffies(now);
+			if (limit) {
+				u32 n = starve_rescue(cpu, cpu, limit, 0);
+				struct floor_cpu_stat *st;
+
+				n = starve_rescue(FLOOR_SHARED_DSQ, cpu, limit, n);
+				if (n) {
+					st = cpu_stat(cpu);
+					if (st)
+						st->nr_starve_rescue += n;
+					return;
+				}
+			}
+		}
+	}
 
 	/* Take the lower vtime of the CPU's own DSQ and the shared one. */
 	own = __COMPAT_scx_bpf_dsq_peek(cpu);

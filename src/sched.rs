@@ -84,6 +84,7 @@ fn counters_of(s: &types::floor_cpu_stat) -> CpuCounters {
         nr_timer_ended: rd(&s.nr_timer_ended),
         timer_fire_delay_sum_ns: rd(&s.timer_fire_delay_sum_ns),
         timer_switch_delay_sum_ns: rd(&s.timer_switch_delay_sum_ns),
+        nr_starve_rescue: rd(&s.nr_starve_rescue),
         runlen: hist(&s.runlen_hist),
         overshoot: hist(&s.overshoot_hist),
     }

@@ -48,6 +48,9 @@ pub struct CpuCounters {
     pub timer_fire_delay_sum_ns: u64,
     /// sum of delays from the timer callback to the switch-out, ns
     pub timer_switch_delay_sum_ns: u64,
+    /// queued tasks the starvation guard dispatched out of vtime order
+    /// (they had waited `FLOOR_STARVE_MS`, bpf/intf.h)
+    pub nr_starve_rescue: u64,
     /// histogram of run lengths, ns
     pub runlen: Hist,
     /// histogram of overshoots past the slice, ns
@@ -106,6 +109,8 @@ pub struct CpuInterval {
     pub nr_runnable: u64,
     /// wake-ups that preempted the running task
     pub wakeup_preempts: u64,
+    /// queued tasks dispatched by the starvation guard
+    pub starve_rescues: u64,
 }
 
 fn per_s(d_ns: u64, dt_ns: u64) -> f64 {
@@ -165,6 +170,7 @@ pub fn interval(
         slice_us: b.last_slice_ns as f64 / 1000.0,
         nr_runnable: b.nr_runnable,
         wakeup_preempts: b.nr_wakeup_preempt.saturating_sub(a.nr_wakeup_preempt),
+        starve_rescues: b.nr_starve_rescue.saturating_sub(a.nr_starve_rescue),
     }
 }
 
@@ -176,11 +182,11 @@ fn opt(v: Option<f64>) -> String {
 pub fn format_table(rows: &[CpuInterval]) -> String {
     let mut s = String::from(
         "cpu normal_ms/s boost_ms/s starved_ms/s hi_preempt migrated   runs expired \
-         run_mean_us run_p99_us over_mean_us over_p99_us over_max_us timer_lat_us slice_us nr wake_preempt\n",
+         run_mean_us run_p99_us over_mean_us over_p99_us over_max_us timer_lat_us slice_us nr wake_preempt rescued\n",
     );
     for r in rows {
         s += &format!(
-            "{:>3} {:>12.1} {:>10.1} {:>12.1} {:>10} {:>8} {:>6} {:>7} {:>11} {:>10} {:>12} {:>11} {:>11.1} {:>12.1} {:>8.0} {:>2} {:>12}\n",
+            "{:>3} {:>12.1} {:>10.1} {:>12.1} {:>10} {:>8} {:>6} {:>7} {:>11} {:>10} {:>12} {:>11} {:>11.1} {:>12.1} {:>8.0} {:>2} {:>12} {:>7}\n",
             r.cpu,
             r.normal_ms_per_s,
             r.boosted_ms_per_s,
@@ -201,7 +207,8 @@ pub fn format_table(rows: &[CpuInterval]) -> String {
             } else {
                 r.nr_runnable.to_string()
             },
-            r.wakeup_preempts
+            r.wakeup_preempts,
+            r.starve_rescues
         );
     }
     s

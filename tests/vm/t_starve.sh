@@ -1,0 +1,32 @@
+#!/bin/bash
+# Starvation guard (issue 6 found it, t_stress): weighted vtime alone lets a
+# nice-19 task wait for the charge of one slice (x67 at nice 19) times the
+# number of nice-0 tasks per CPU; behind enough of them that passes the 10 s
+# watchdog and the kernel ejects scx_floor. A nice-19 clock probe shares the
+# 2 CPUs with 80 nice-0 hogs for 18 s (pure vtime: ~300 ms of vtime per 3 ms
+# slice, vtime advancing 2/80 ms per ms: a wait of ~12 s): scx_floor stays
+# loaded, the probe's longest gap stays under 2.5 s (1 s guard + 100 ms scan
+# + a slice + emulator), and the guard's rescues are counted.
+source "$(dirname "$0")/lib.sh"
+as_controller
+AB=${AB:-$ROOT/target/release/scx_floor-ab}
+j=$LOGDIR/starve.json
+rm -f "$j"
+start_floor --stats-json "$j"
+# The probe first (spinning before the load comes; its exec alone would take
+# minutes as a nice-19 task behind 80 hogs), then 80 nice-0 hogs forked by one
+# shell (no exec: quick to start), all unpinned (this shell is on CPU 0).
+taskset -c 0,1 chrt -o 0 nice -n 19 "$AB" helper probe --secs 20 --threshold-us 20000 >"$LOGDIR/starve.probe" & P=$!
+sleep 2
+taskset -c 0,1 chrt -o 0 sh -c 'for i in $(seq 80); do while :; do :; done & done; wait' >/dev/null 2>&1 & G=$!
+wait "$P" || fail "the probe failed"
+kill -KILL $(pgrep -P "$G") "$G" 2>/dev/null; wait "$G" 2>/dev/null
+[ "$(scx_state)" = enabled ] || fail "scx_floor was ejected (state $(scx_state))"
+stop_floor || fail "scx_floor exited non-zero"
+max=$(grep -o '"len_ns":[0-9]*' "$LOGDIR/starve.probe" | cut -d: -f2 | sort -n | tail -1)
+[ -n "$max" ] || fail "the probe recorded no gap over 20 ms: it never waited (were the hogs running?)"
+resc=$(jq '[.cpus[].counters.nr_starve_rescue] | add' "$j")
+max_ms=$((max / 1000000))
+note "nice-19 probe behind 80 nice-0 hogs on 2 CPUs: longest wait $max_ms ms, $resc starvation rescues"
+[ "$max_ms" -le 2500 ] || fail "the nice-19 task waited $max_ms ms"
+[ "$resc" -gt 0 ] || fail "no starvation rescue counted"
