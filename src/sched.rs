@@ -255,6 +255,13 @@ impl BpfView {
         .collect()
     }
 
+    /// CPU hotplug events (online + offline) the BPF side has seen since
+    /// load: the online CPU set changed when this did.
+    pub fn cpu_hotplug_events(&self) -> u64 {
+        // SAFETY: a u64 in the mmapped .bss, written by the BPF side.
+        unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*self.bss).nr_cpu_hotplug)) }
+    }
+
     /// Runnable normal tasks on `cpu` at its last run start (see
     /// `nr_runnable` in bpf/intf.h).
     pub fn nr_runnable(&self, cpu: usize) -> u64 {
