@@ -45,13 +45,14 @@ enum floor_consts {
 	/*
 	 * Starvation guard of the dispatcher: a queued normal task that has
 	 * waited this long (ms, since it last ran) is dispatched before vtime
-	 * order. Pure vtime order lets a low-weight task (nice 19 counts 1.5
+	 * order. Pure vtime order lets a low-weight task (nice 19 has weight 1
 	 * against 100) wait for hundreds of slices of everybody else: measured,
 	 * khugepaged waited 15 s behind stress-ng and hackbench on 2 CPUs, and
 	 * the watchdog ejected the scheduler. A tenth of the watchdog timeout.
 	 */
 	FLOOR_STARVE_MS = 1000,
-	/* How often each CPU looks for such tasks, ms, and how many it takes at most. */
+	/* How often each CPU looks for such tasks, ms, and how many it takes
+	 * at most (a power of two). */
 	FLOOR_STARVE_SCAN_MS = 100,
 	FLOOR_STARVE_MAX_RESCUE = 4,
 	/* Boost slots per CPU: at most this many tasks boosted at once per CPU. */

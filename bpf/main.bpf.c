@@ -419,41 +419,82 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 static u64 jiffy_t0_ns, jiffy_j0, jiffy_ns;
 /* Per CPU: the last starvation scan, ns. */
 static u64 starve_scan_ns[FLOOR_MAX_CPUS];
+/*
+ * Per CPU: the tasks the guard moved to its local DSQ and that have not
+ * started yet. They run out of vtime order, far ahead of the others: their
+ * runs must not drag vtime_now forward (every waking task would then queue
+ * behind all the others).
+ */
+static u32 rescued_pids[FLOOR_MAX_CPUS][FLOOR_STARVE_MAX_RESCUE];
 
-/* Ages beyond this many jiffies are starving; 0 while the clock is not known. */
+/*
+ * Ages beyond this many jiffies are starving; 0 while the clock is not
+ * known. All CPUs may start the measurement at once (plain stores, no
+ * lock): a result outside 1..10 ms per jiffy (HZ 1000..100) is such a race
+ * or a clock jump, and the measurement starts over.
+ */
 static __always_inline u64 starve_jiffies(u64 now)
 {
-	u64 j = bpf_jiffies64();
+	u64 j = bpf_jiffies64(), t0 = jiffy_t0_ns, j0 = jiffy_j0, d;
 
 	if (jiffy_ns)
 		return FLOOR_STARVE_MS * 1000000ULL / jiffy_ns;
-	if (!jiffy_t0_ns) {
+	if (!t0 || (s64)(now - t0) < 0 || j < j0) {
 		jiffy_t0_ns = now;
 		jiffy_j0 = j;
-	} else if (now - jiffy_t0_ns >= 1000000000ULL && j > jiffy_j0) {
-		jiffy_ns = (now - jiffy_t0_ns) / (j - jiffy_j0);
+	} else if (now - t0 >= 1000000000ULL && j > j0) {
+		d = (now - t0) / (j - j0);
+		if (d >= 1000000 && d <= 10000000)
+			jiffy_ns = d;
+		else
+			jiffy_t0_ns = 0;
 	}
 	return 0;
+}
+
+/* Whether pid was rescued on cpu and is starting now (forgets it). */
+static __always_inline bool rescued_take(s32 cpu, u32 pid)
+{
+	u32 i;
+
+	if (cpu < 0 || cpu >= FLOOR_MAX_CPUS || !pid)
+		return false;
+	for (i = 0; i < FLOOR_STARVE_MAX_RESCUE; i++) {
+		if (rescued_pids[cpu][i] == pid) {
+			rescued_pids[cpu][i] = 0;
+			return true;
+		}
+	}
+	return false;
 }
 
 /*
  * Moves up to FLOOR_STARVE_MAX_RESCUE tasks of DSQ dsq that may run on cpu
  * and have waited FLOOR_STARVE_MS or longer to cpu's local DSQ; returns how
- * many. Walks the whole DSQ: called at most every FLOOR_STARVE_SCAN_MS.
+ * many. Walks the whole DSQ from its tail (the highest vtime: where a
+ * low-weight task that waits too long sits; when everybody has waited that
+ * long, the head would only take the tasks vtime order takes next anyway).
+ * Called at most every FLOOR_STARVE_SCAN_MS.
  */
 static __always_inline u32 starve_rescue(u64 dsq, s32 cpu, u64 limit, u32 done)
 {
 	struct task_struct *p;
 	u64 j = bpf_jiffies64();
+	u32 pid;
 
-	bpf_for_each(scx_dsq, p, dsq, 0) {
+	if (cpu < 0 || cpu >= FLOOR_MAX_CPUS)
+		return done;
+	bpf_for_each(scx_dsq, p, dsq, SCX_DSQ_ITER_REV) {
 		if (done >= FLOOR_STARVE_MAX_RESCUE)
 			break;
 		if ((s64)(j - p->scx.runnable_at) < (s64)limit ||
 		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 			continue;
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
+		pid = p->pid;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			rescued_pids[cpu][done & (FLOOR_STARVE_MAX_RESCUE - 1)] = pid;
 			done++;
+		}
 	}
 	return done;
 }
@@ -482,7 +523,13 @@ void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 					st = cpu_stat(cpu);
 					if (st)
 						st->nr_starve_rescue += n;
-					return;
+					/*
+					 * A task moved from another CPU's runqueue may
+					 * have been dequeued meanwhile: return only if
+					 * this CPU has something to run.
+					 */
+					if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
+						return;
 				}
 			}
 		}
@@ -529,7 +576,7 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 	struct cur_run *r = cur_run(cpu);
 	u64 lead, slice = cpu_slice(cpu);
 
-	if (vtime_before(vtime_now, p->scx.dsq_vtime))
+	if (!rescued_take(cpu, p->pid) && vtime_before(vtime_now, p->scx.dsq_vtime))
 		vtime_now = p->scx.dsq_vtime;
 	waiter_del(p);
 	/* The CPU's slice may have shrunk since the task was queued. */
