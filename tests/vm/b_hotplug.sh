@@ -9,6 +9,7 @@ as_controller
 ON=/sys/devices/system/cpu/cpu1/online
 dmesg -C
 start_floor --stats 1 --server-runtime-us 600000 --server-period-us 1000000
+seq0=$(enable_seq)
 hogs=()
 for c in $(seq 0 $(($(nproc) - 1))); do hogs+=("$(hog "$c")"); done
 n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
@@ -30,6 +31,7 @@ done
 wait_boosted "$n" 6 || fail "no boost on CPU 1 after it came back"
 lines0=$(grep -c "per-CPU accounting" "$FLOOR_LOG"); sleep 2.5; lines1=$(grep -c "per-CPU accounting" "$FLOOR_LOG")
 [ "$lines1" -gt "$lines0" ] || fail "the stats stopped"
+[ "$(enable_seq)" = "$seq0" ] || fail "scx_floor was ejected and reloaded (enable_seq $seq0 -> $(enable_seq))"
 kill -KILL "$h" 2>/dev/null; wait "$h" 2>/dev/null
 stop_floor || fail "scx_floor exited non-zero"
 pol=$(policy_of "$n")

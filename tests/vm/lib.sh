@@ -23,6 +23,12 @@ note() { echo "  $*"; }
 
 scx_state() { cat $SCX/state 2>/dev/null || echo missing; }
 
+# enable_seq: how many times a BPF scheduler has been enabled since boot
+# ("none" where the kernel lacks the file). A test that must see no
+# ejection compares it before and after: scx_floor reloads by itself when
+# the kernel asks for a restart, which "state enabled" alone would not show.
+enable_seq() { cat $SCX/enable_seq 2>/dev/null || echo none; }
+
 # wait_state STATE SECS: poll /sys/kernel/sched_ext/state until it is STATE.
 wait_state() {
 	local want=$1 secs=${2:-20} i

@@ -48,6 +48,7 @@ grep -hE "stopped|ejected|stall" "$FLOOR_LOG" | head -5 | sed 's/^/    /'
 grep -q "scx_floor-guard: scx_floor is stopped: restored [1-9][0-9]* boosted task(s) and 2 kernel knob(s)" "$FLOOR_LOG" ||
 	fail "no guardian log line for the stop"
 grep -q "the kernel ejected scx_floor" "$FLOOR_LOG" || fail "no log line for the ejection after SIGCONT"
+[ "$rc" != 0 ] || fail "scx_floor exited 0 after it was ejected"
 note "after SIGCONT: scx_floor reported the ejection and exited ($rc)"
 kill -KILL "$h" "$n" 2>/dev/null; wait "$h" "$n" 2>/dev/null
 
@@ -64,6 +65,8 @@ ext_is "$orig" || fail "ext_server $(ext_server_runtime 1) after the ejection (s
 [ "$(scx_state)" = disabled ] || fail "sched_ext $(scx_state) after SysRq-S"
 grep -E "ejected|SysRq|sysrq" "$FLOOR_LOG" | head -3 | sed 's/^/    /'
 grep -q "the kernel ejected scx_floor: restoring" "$FLOOR_LOG" || fail "no log line for the ejection"
+[ "$rc" != 0 ] || fail "scx_floor exited 0 after SysRq-S ejected it"
+grep -q "sysrq" "$FLOOR_LOG" || fail "the kernel's reason (sysrq) is not in scx_floor's log"
 note "SysRq-S during a boost: scx_floor exit $rc, task SCHED_OTHER, ext_server $orig, sched_ext disabled"
 kill -KILL "$h" "$n" 2>/dev/null; wait "$h" "$n" 2>/dev/null
 exit 0

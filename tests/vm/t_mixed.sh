@@ -7,6 +7,7 @@ SECS=${MIXED_SECS:-30}
 
 dmesg -C
 start_floor --stats 5
+seq0=$(enable_seq)
 chrt -o 0 stress-ng --cpu 2 --fork 2 --yield 2 --timeout "${SECS}s" --quiet >"$LOGDIR/stress.log" 2>&1 &
 S=$!
 ok_hb=0 n_hb=0
@@ -20,6 +21,7 @@ wait $S || { cat "$LOGDIR/stress.log"; fail "stress-ng failed"; }
 [ "$ok_hb" = "$n_hb" ] || fail "hackbench failed $((n_hb - ok_hb)) of $n_hb runs"
 kill -0 $FLOOR_PID 2>/dev/null || fail "scx_floor died under load"
 [ "$(scx_state)" = enabled ] || fail "scx_floor was ejected: state $(scx_state)"
+[ "$(enable_seq)" = "$seq0" ] || fail "scx_floor was ejected and reloaded (enable_seq $seq0 -> $(enable_seq))"
 errs=$(dmesg_errors)
 [ -z "$errs" ] || { echo "$errs"; fail "dmesg reports sched_ext trouble"; }
 stop_floor || fail "scx_floor exited non-zero"

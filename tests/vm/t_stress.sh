@@ -8,6 +8,7 @@ source "$(dirname "$0")/lib.sh"
 as_controller
 dmesg -C
 start_floor --stats 20
+seq0=$(enable_seq)
 h=$(rt_hog 1 fifo 50 75) || fail "no RT hog"
 chrt -o 0 stress-ng --cpu 2 --fork 2 --exec 2 --yield 2 --sem 2 --pipe 2 --timeout 60s \
 	--metrics-brief >"$LOGDIR/stress.log" 2>&1 & S=$!
@@ -24,6 +25,7 @@ wait "$F" || fail "fork storm failed"
 kill -KILL "$h" 2>/dev/null; wait "$h" 2>/dev/null
 note "stress-ng: $(grep -c 'passed\|successful' "$LOGDIR/stress.log") summary line(s), hackbench runs $(cat "$LOGDIR/hb.out"), forks $(cat "$LOGDIR/forks.out")"
 kill -0 "$FLOOR_PID" && [ "$(scx_state)" = enabled ] || fail "scx_floor was ejected (state $(scx_state)): $(tail -3 "$FLOOR_LOG")"
+[ "$(enable_seq)" = "$seq0" ] || fail "scx_floor was ejected and reloaded (enable_seq $seq0 -> $(enable_seq))"
 e=$(dmesg_errors)
 [ -z "$e" ] || fail "kernel errors: $e"
 stop_floor || fail "scx_floor exited non-zero"
