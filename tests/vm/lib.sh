@@ -193,11 +193,20 @@ emu_timer_latency() {
 	h=$(hog "$cpu")
 	out=$(cyclictest -p 90 -a "$cpu" -t 1 -i 250 -D "$secs" -q -h 20000 2>&1)
 	kill "$h"; wait "$h" 2>/dev/null
+	awk '/^[0-9]/ && $2 > 0 { print $1 + 0, $2 }' <<<"$out" >"$LOGDIR/emu_hist.txt"
 	awk '/^[0-9]/ { n += $2; c[$1 + 0] = $2 }
 	     /^# Avg Latencies/ { avg = $4 + 0 } /^# Max Latencies/ { max = $4 + 0 }
 	     END { s = 0; for (i = 0; i < 20000; i++) { s += c[i]
 	             if (p50 == "" && s >= n * 0.5) p50 = i; if (p99 == "" && s >= n * 0.99) p99 = i }
 	           if (n == 0) exit 1; print avg, p50, p99, max }' <<<"$out"
+}
+
+# emu_excess_us C: from the last emu_timer_latency histogram, the mean over
+# all samples of max(0, latency - C) in us: how much of the emulator's
+# latency a timer armed C us early cannot absorb (tail included; the mean
+# latency minus C understates it).
+emu_excess_us() {
+	awk -v c="$1" '{ n += $2; if ($1 > c) s += ($1 - c) * $2 } END { if (n == 0) exit 1; printf "%.1f\n", s / n }' "$LOGDIR/emu_hist.txt"
 }
 
 # policy_of PID: its policy as chrt names it (SCHED_OTHER, SCHED_FIFO, ...).

@@ -19,8 +19,10 @@
 # cyclictest's hard timer: the p99 run length was 1.06-1.3 ms above the target
 # in quiet runs at every slice, with the RT p99 at 0.27-0.45 ms; not explained
 # yet), and the mean may exceed its goal by the
-# part of the emulator's mean latency that the timer lead cannot absorb (the
-# lead is at most 7/8 of the slice). Whether the strict goal was met is
+# part of the emulator's latency that the timer lead cannot absorb: the mean
+# of max(0, latency - 7/8 of the slice) over the cyclictest histogram (the
+# lead is at most 7/8 of the slice; the tail counts: a quiet run measured
+# 0.283-0.301 ms for 0.25 ms, one with the emulator's p99 at 495 us 0.330). Whether the strict goal was met is
 # printed too. On hardware the measured part is a few us; the fixed 1 ms is
 # for this emulator only.
 source "$(dirname "$0")/lib.sh"
@@ -44,7 +46,8 @@ for t in 250 500 1000 4000; do
 	tol=$([ $t = 250 ] && echo 1.25 || echo 1.15)
 	goal=$(awk -v t=$t -v k=$tol 'BEGIN { printf "%.4f", t / 1000 * k }')
 	pgoal=$(awk -v t=$t 'BEGIN { printf "%.4f", t / 1000 * 1.5 }')
-	max=$(awk -v g=$goal -v t=$t -v a=$emu_avg 'BEGIN { x = a - t * 7 / 8; printf "%.4f", g + (x > 0 ? x / 1000 : 0) }')
+	ex=$(emu_excess_us $((t * 7 / 8))) || fail "no emulator latency histogram"
+	max=$(awk -v g=$goal -v x=$ex 'BEGIN { printf "%.4f", g + x / 1000 }')
 	pmax=$(awk -v g=$pgoal -v p=$emu_p99 'BEGIN { printf "%.4f", g + p / 1000 + 1 }')
 	le "$m" "$goal" && le "$p99" "$pgoal" && met="goal met" || { met="goal missed"; strict=$((strict + 1)); }
 	note "slice $t us, hrtimer: mean $m ms (goal $goal, emulator allows $max), p99 run $p99 ms (goal $pgoal, emulator allows $pmax): $met"
