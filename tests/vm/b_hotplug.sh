@@ -13,7 +13,7 @@ seq0=$(enable_seq)
 hogs=()
 for c in $(seq 0 $(($(nproc) - 1))); do hogs+=("$(hog "$c")"); done
 n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
-sleep 0.3
+wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 h=$(rt_hog 1 rr 25 60) || fail "no RT hog"
 for round in 1 2; do
 	wait_boosted "$n" 6 || fail "round $round: no boost on CPU 1"

@@ -22,7 +22,7 @@ ext_is() { [ "$(ext_server_runtime 1)" = "$1" ]; }
 # --- SIGSTOP
 start_floor --server-runtime-us 600000 --server-period-us 1000000
 n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
-sleep 0.2
+wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 h=$(rt_hog 1 rr 25 60) || fail "no hog"
 wait_boosted "$n" 4 || fail "the normal task was never boosted"
 kill -STOP "$FLOOR_PID"
@@ -55,7 +55,7 @@ kill -KILL "$h" "$n" 2>/dev/null; wait "$h" "$n" 2>/dev/null
 # --- SysRq-S
 start_floor --server-runtime-us 600000 --server-period-us 1000000
 n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
-sleep 0.2
+wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 h=$(rt_hog 1 rr 25 60) || fail "no hog"
 wait_boosted "$n" 4 || fail "the normal task was never boosted"
 echo S >/proc/sysrq-trigger

@@ -11,7 +11,7 @@ orig=$(ext_server_runtime 1)
 for sig in KILL TERM; do
 	start_floor --server-runtime-us 600000 --server-period-us 1000000
 	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
-	sleep 0.2
+	wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 	h=$(rt_hog 1 rr 25 30) || fail "no hog"
 	[ "$(ext_server_runtime 1)" = 0 ] || fail "ext_server runtime not 0 while serving"
 	wait_boosted "$n" 4 || fail "the normal task was never boosted (policy $(policy_of "$n"))"
