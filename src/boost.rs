@@ -31,6 +31,9 @@ pub const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
 pub const MAX_BOOST_PRIO: u32 = 98;
 /// SCHED_DEADLINE needs a runtime of at least this many ns (kernel: 1 << DL_SCALE).
 pub const DL_MIN_RUNTIME_NS: u64 = 1024;
+/// Shortest SCHED_DEADLINE period the kernel accepts by default, ns
+/// (kernel.sched_deadline_period_min_us = 100).
+pub const DL_MIN_PERIOD_NS: u64 = 100_000;
 
 /// `struct sched_attr`, first version (SCHED_ATTR_SIZE_VER0 = 48 bytes).
 #[repr(C)]
@@ -103,10 +106,11 @@ pub fn restore_attr_of(saved: &SchedAttr) -> SchedAttr {
     }
 }
 
-/// SCHED_DEADLINE boost: `runtime_ns` every `period_ns` (deadline = period).
+/// SCHED_DEADLINE boost: `runtime_ns` every `period_ns` (deadline = period;
+/// the period raised to the runtime and to [`DL_MIN_PERIOD_NS`] if shorter).
 pub fn deadline_attr(runtime_ns: u64, period_ns: u64) -> SchedAttr {
     let runtime = runtime_ns.max(DL_MIN_RUNTIME_NS);
-    let period = period_ns.max(runtime);
+    let period = period_ns.max(runtime).max(DL_MIN_PERIOD_NS);
     SchedAttr {
         size: ATTR_SIZE,
         sched_policy: SCHED_DEADLINE,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The one module that changes kernel knobs: the kernel's ext_server runtime
-//! per CPU (debugfs). Each original value is journaled before the first
+//! per CPU (debugfs) and, only when asked (`--rt-runtime-unlimited`),
+//! kernel.sched_rt_runtime_us. Each original value is journaled before the first
 //! write and written back on every exit path (see `boost.rs` for the journal
 //! and the guardian that replays it after a SIGKILL).
 
@@ -17,6 +18,16 @@ pub const EXT_SERVER_DIR: &str = "/sys/kernel/debug/sched/ext_server";
 /// The ext_server runtime file of `cpu` under `dir`.
 pub fn ext_server_runtime(dir: &Path, cpu: usize) -> PathBuf {
     dir.join(format!("cpu{cpu}/runtime"))
+}
+
+/// The RT bandwidth sysctl: -1 turns off RT throttling and SCHED_DEADLINE
+/// admission control (Documentation/scheduler/sched-rt-group.rst,
+/// sched-deadline.rst), which lets pinned tasks become SCHED_DEADLINE.
+pub const SCHED_RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+
+/// Whether `kernel.sched_rt_runtime_us` is -1 now (false when unreadable).
+pub fn rt_runtime_is_unlimited() -> bool {
+    fs::read_to_string(SCHED_RT_RUNTIME).is_ok_and(|v| v.trim() == "-1")
 }
 
 /// Saved knob values, journaled in a root-only directory.
@@ -54,34 +65,83 @@ impl Knobs {
     }
 
     /// Writes back every journaled value and forgets it. Returns the knobs
-    /// restored; failures are logged and kept in the journal.
+    /// restored; failures are logged and kept in the journal. A write the
+    /// kernel refuses with EBUSY is retried every 50 ms for up to
+    /// [`BUSY_RETRY_MS`]: sched_rt_runtime_us cannot go back from -1 while
+    /// the SCHED_DEADLINE bandwidth of tasks boosted a moment ago is still
+    /// counted (the kernel releases it at each task's 0-lag time, at most
+    /// one server period later; measured: EBUSY right after a SIGKILL).
     pub fn restore_all(&self) -> usize {
         let Ok(rd) = fs::read_dir(&self.dir) else {
             return 0;
         };
         let mut n = 0;
+        let mut busy = Vec::new();
         for d in rd.flatten() {
-            let Ok(s) = fs::read_to_string(d.path()) else {
-                continue;
-            };
-            let mut lines = s.lines();
-            let (Some(path), Some(val)) = (lines.next(), lines.next()) else {
-                let _ = fs::remove_file(d.path());
-                continue;
-            };
-            match fs::write(path, val) {
-                Ok(()) => {
-                    n += 1;
-                    let _ = fs::remove_file(d.path());
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    // the knob is gone (CPU offline, debugfs unmounted): nothing to restore
-                    let _ = fs::remove_file(d.path());
-                }
-                Err(e) => log::warn!("could not restore {path} to {val}: {e}"),
+            match restore_one(&d.path()) {
+                Restored::Yes => n += 1,
+                Restored::Busy => busy.push(d.path()),
+                Restored::No => {}
             }
         }
+        let give_up = std::time::Instant::now() + std::time::Duration::from_millis(BUSY_RETRY_MS);
+        while !busy.is_empty() && std::time::Instant::now() < give_up {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            busy.retain(|e| match restore_one(e) {
+                Restored::Yes => {
+                    n += 1;
+                    false
+                }
+                Restored::Busy => true,
+                Restored::No => false,
+            });
+        }
+        for e in busy {
+            log::warn!(
+                "could not restore the knob journaled in {}: busy for {BUSY_RETRY_MS} ms (kept)",
+                e.display()
+            );
+        }
         n
+    }
+}
+
+/// How long a restore refused with EBUSY is retried, ms (the longest server
+/// period, 1 s, and as much again).
+pub const BUSY_RETRY_MS: u64 = 2_000;
+
+enum Restored {
+    Yes,
+    Busy,
+    No,
+}
+
+/// Writes back the value journaled in `entry`; forgets the entry when done
+/// or when the knob is gone.
+fn restore_one(entry: &Path) -> Restored {
+    let Ok(s) = fs::read_to_string(entry) else {
+        return Restored::No;
+    };
+    let mut lines = s.lines();
+    let (Some(path), Some(val)) = (lines.next(), lines.next()) else {
+        let _ = fs::remove_file(entry);
+        return Restored::No;
+    };
+    match fs::write(path, val) {
+        Ok(()) => {
+            let _ = fs::remove_file(entry);
+            Restored::Yes
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // the knob is gone (CPU offline, debugfs unmounted): nothing to restore
+            let _ = fs::remove_file(entry);
+            Restored::No
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Restored::Busy,
+        Err(e) => {
+            log::warn!("could not restore {path} to {val}: {e}");
+            Restored::No
+        }
     }
 }
 

@@ -123,6 +123,16 @@ pub struct Opts {
           value_parser = clap::builder::PossibleValuesParser::new(["auto", "fifo", "deadline"]))]
     boost: String,
 
+    /// Set kernel.sched_rt_runtime_us to -1 while scx_floor runs (restored on
+    /// exit, on error, and by the guardian after a SIGKILL). That turns off
+    /// the kernel's RT throttling and SCHED_DEADLINE admission control for
+    /// the whole system; in exchange the kernel accepts SCHED_DEADLINE boosts
+    /// of pinned tasks and ends each one at its runtime itself (HRTICK_DL),
+    /// and the server threads run off the CPUs they serve ("kernel-cut"
+    /// mode, also used when sched_rt_runtime_us is -1 already).
+    #[arg(long, conflicts_with = "no_server")]
+    rt_runtime_unlimited: bool,
+
     /// Verbose output, including libbpf's.
     #[arg(short, long)]
     verbose: bool,
@@ -207,11 +217,15 @@ fn server_config(opts: &Opts) -> Result<Option<server::ServerConfig>> {
     if rt == 0 || rt > p {
         anyhow::bail!("--server-runtime-us {rt} must be between 1 and --server-period-us ({p})");
     }
+    if opts.rt_runtime_unlimited && opts.boost == "fifo" {
+        anyhow::bail!("--rt-runtime-unlimited is for SCHED_DEADLINE boosts: not with --boost fifo");
+    }
     let (runtime_ns, period_ns) = (rt * 1000, p * 1000);
     Ok(Some(server::ServerConfig {
         runtime_ns,
         period_ns,
         margin_ns: server::activation_margin_ns(runtime_ns, period_ns),
+        kernel_cut: false,
     }))
 }
 
@@ -279,6 +293,7 @@ fn run(opts: Opts) -> Result<()> {
         server,
         cpus,
         kernel_server_off: opts.kernel_server == "off",
+        rt_runtime_unlimited: opts.rt_runtime_unlimited,
         boost_mode: match opts.boost.as_str() {
             "fifo" => policy::BoostMode::Fifo,
             "deadline" => policy::BoostMode::Deadline,

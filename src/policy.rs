@@ -40,7 +40,9 @@ use scx_utils::UserExitInfo;
 use crate::boost::{self, Entry, Journal, SchedAttr};
 use crate::knobs::{self, Knobs};
 use crate::sched::{monotonic_ns, online_cpus, BpfView, Scheduler};
-use crate::server::{Action, CpuServer, ServerConfig, TaskNow, Waiter, MAX_BOOSTED};
+use crate::server::{
+    Action, CpuServer, ServerConfig, TaskNow, Waiter, KERNEL_CUT_EXTRA_MARGIN_NS, MAX_BOOSTED,
+};
 use crate::slice::{CpuSlice, SliceMode};
 use crate::stats::{self, CpuCounters, ServerRow};
 
@@ -77,6 +79,8 @@ pub struct PolicyConfig {
     pub cpus: Vec<usize>,
     /// set the kernel's ext_server runtime to 0 on the served CPUs while we run
     pub kernel_server_off: bool,
+    /// set kernel.sched_rt_runtime_us to -1 while we run (journaled)
+    pub rt_runtime_unlimited: bool,
     /// boost policy
     pub boost_mode: BoostMode,
     /// print stats this often
@@ -186,7 +190,7 @@ impl<'v> CpuAgent<'v> {
         &mut self,
         tid: u32,
         budget_ns: u64,
-        period_ns: u64,
+        deadline_ns: u64,
         start: Option<u64>,
     ) -> Result<()> {
         let Some(slot) = self.free_slots.pop() else {
@@ -209,7 +213,7 @@ impl<'v> CpuAgent<'v> {
         if self.mode == BoostMode::Deadline
             || (self.mode == BoostMode::Auto && !self.counts.dl_refused)
         {
-            res = boost::set_attr(tid, &boost::deadline_attr(budget_ns, period_ns));
+            res = boost::set_attr(tid, &boost::deadline_attr(budget_ns, deadline_ns));
             kind_dl = res.is_ok();
             // EPERM: the kernel refuses SCHED_DEADLINE to tasks pinned to
             // fewer CPUs than their root domain while sched_rt_runtime_us >= 0;
@@ -304,9 +308,9 @@ impl<'v> CpuAgent<'v> {
         if self.server.started() != was_started
             || (was_started && self.server.period_end_ns() != was_end)
         {
-            debug!("cpu {cpu}: t={:.3} server {} period ends {:.3}, delivered {:.3} ms, starved since {:.3}",
+            debug!("cpu {cpu}: t={:.3} server {} period ends {:.3}, delivered {:.3} ms, debt {:.3} ms, starved since {:.3}",
                    s.now_ns as f64 / 1e6, if self.server.started() { "serving" } else { "idle" },
-                   self.server.period_end_ns() as f64 / 1e6, self.server.delivered_ns(&s) as f64 / 1e6, s.starved_since_ns as f64 / 1e6);
+                   self.server.period_end_ns() as f64 / 1e6, self.server.delivered_ns(&s) as f64 / 1e6, self.server.debt_ns() as f64 / 1e6, s.starved_since_ns as f64 / 1e6);
         }
         if self.server.wants_starve_kick(&s) {
             view.arm_starve_kick(cpu);
@@ -316,12 +320,13 @@ impl<'v> CpuAgent<'v> {
                 Action::Boost {
                     pid,
                     budget_ns,
-                    period_ns,
+                    deadline_ns,
                 } => {
                     debug!("cpu {cpu}: t={:.3} boost {pid}, share {:.3} ms, owed {:.3} ms, period ends in {:.3} ms",
                            s.now_ns as f64 / 1e6, budget_ns as f64 / 1e6, self.server.owed_ns(&s) as f64 / 1e6,
                            (self.server.period_end_ns() as f64 - s.now_ns as f64) / 1e6);
-                    if let Err(e) = self.boost(pid, budget_ns, period_ns, starts.get(&pid).copied())
+                    if let Err(e) =
+                        self.boost(pid, budget_ns, deadline_ns, starts.get(&pid).copied())
                     {
                         debug!("cpu {cpu}: boost of {pid} failed: {e:#}");
                         view.forget_waiter(pid);
@@ -370,14 +375,15 @@ impl<'v> CpuAgent<'v> {
                 0.0
             },
             step_max_us: self.counts.step_max_ns as f64 / 1e3,
+            debt_us: self.server.debt_ns() as f64 / 1e3,
         }
     }
 }
 
-/// Raises the calling thread to SCHED_FIFO 99, then pins it to `cpu`. In
+/// Raises the calling thread to SCHED_FIFO 99, then pins it to `cpus`. In
 /// that order: pinned first, at its normal policy, to a CPU an RT task hogs,
 /// it would never run again to raise itself.
-fn rt_setup(cpu: usize) -> Result<()> {
+fn rt_setup(cpus: &[usize]) -> Result<()> {
     let a = SchedAttr {
         sched_policy: boost::SCHED_FIFO,
         sched_priority: 99,
@@ -387,14 +393,32 @@ fn rt_setup(cpu: usize) -> Result<()> {
     boost::set_attr(0, &a).context("sched_setattr(SCHED_FIFO 99) for the server thread")?;
     // SAFETY: cpu_set_t is plain data.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    for &cpu in cpus {
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
     if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
         anyhow::bail!(
-            "pinning the server thread to CPU {cpu}: {}",
+            "pinning the server thread to CPUs {cpus:?}: {}",
             std::io::Error::last_os_error()
         );
     }
     Ok(())
+}
+
+/// Where the server thread of `cpu` may run: on `cpu` itself, so that it
+/// ends boosts with a local reschedule; in kernel-cut mode on any online CPU,
+/// placed by the kernel at each wake-up: a waking RT task whose CPU runs a
+/// pinned RT task, or one of higher or equal priority, goes to the CPU
+/// running the lowest-priority task (select_task_rq_rt() and find_lowest_rq(),
+/// kernel/sched/rt.c), which is a CPU no RT task holds whenever there is one.
+/// (Pinning each thread to "the other CPUs" put the thread of CPU 0 on CPU 1
+/// in a 2-CPU VM: 15 gaps > 1 ms for S0's probe on CPU 1 from 2 boosts.)
+fn thread_cpus(cpu: usize, kernel_cut: bool, online: &[usize]) -> Vec<usize> {
+    if kernel_cut {
+        online.to_vec()
+    } else {
+        vec![cpu]
+    }
 }
 
 /// Sleeps until `t_ns` (CLOCK_MONOTONIC) or until one of `fds` becomes
@@ -464,16 +488,22 @@ fn serve_cpu(
     stop_fd: i32,
     report: &Mutex<ServerRow>,
 ) -> Result<()> {
+    let kernel_cut = sc.kernel_cut;
     // Registered before it becomes RT: its own runs never count as a higher
     // class taking the CPU.
     // SAFETY: plain syscall.
     view.register_agent(unsafe { libc::gettid() } as u32)?;
-    rt_setup(cpu)?;
+    let online = online_cpus()?;
+    rt_setup(&thread_cpus(cpu, kernel_cut, &online))?;
     let (s, _, _) = view.sample(cpu);
     let mut a = CpuAgent {
         cpu,
         view,
-        mode: cfg.boost_mode,
+        mode: if kernel_cut {
+            BoostMode::Deadline
+        } else {
+            cfg.boost_mode
+        },
         server: CpuServer::idle(sc, &s),
         counts: BoostCounts::default(),
         hi_prio: 0,
@@ -483,7 +513,7 @@ fn serve_cpu(
             .rev()
             .map(|i| cpu * MAX_BOOSTED + i)
             .collect(),
-        online: online_cpus()?,
+        online,
     };
     // Warm up the paths a step takes (the BPF map lookup, /proc, the journal
     // pages, sched_*attr): their first call costs milliseconds in a VM (cold
@@ -658,11 +688,25 @@ fn run_servers(
     knobs: &Knobs,
     shutdown: &AtomicBool,
 ) -> Result<()> {
+    let mut kernel_cut = false;
     if let Some(sc) = cfg.server {
         if cfg.kernel_server_off && ext_server_off(cfg, knobs)? {
             info!(
                 "kernel ext_server runtime set to 0 on CPUs {:?} (restored on exit)",
                 cfg.cpus
+            );
+        }
+        if cfg.rt_runtime_unlimited {
+            knobs.set(std::path::Path::new(knobs::SCHED_RT_RUNTIME), "-1")?;
+            info!("kernel.sched_rt_runtime_us set to -1 (restored on exit)");
+        }
+        kernel_cut = cfg.boost_mode != BoostMode::Fifo
+            && knobs::rt_runtime_is_unlimited()
+            && online_cpus()?.len() > 1;
+        if kernel_cut {
+            info!(
+                "kernel-cut mode: SCHED_DEADLINE boosts ended by the kernel (HRTICK_DL), \
+                 server threads off the CPUs they serve"
             );
         }
         info!(
@@ -697,7 +741,12 @@ fn run_servers(
     };
     std::thread::scope(|s| -> Result<()> {
         let mut handles = Vec::new();
-        if let Some(sc) = cfg.server {
+        if let Some(mut sc) = cfg.server {
+            if kernel_cut {
+                sc.margin_ns = (sc.margin_ns + KERNEL_CUT_EXTRA_MARGIN_NS)
+                    .min(sc.period_ns.saturating_sub(sc.runtime_ns));
+                sc.kernel_cut = true;
+            }
             for (i, &cpu) in cfg.cpus.iter().enumerate() {
                 let (stop, report, fd) = (&stop, &reports[i], stop_fd.0);
                 let h = std::thread::Builder::new()
