@@ -401,6 +401,15 @@ mod tests {
         assert!(parse(&["--boost", "rr"]).is_err());
         let o = parse(&["--server-runtime-us", "1000", "--server-period-us", "1000"]).unwrap();
         assert_eq!(server_config(&o).unwrap().unwrap().margin_ns, 0);
+        // kernel-cut mode: needs the server and SCHED_DEADLINE boosts
+        assert!(parse(&["--rt-runtime-unlimited", "--no-server"]).is_err());
+        let o = parse(&["--rt-runtime-unlimited", "--boost", "fifo"]).unwrap();
+        assert!(server_config(&o)
+            .unwrap_err()
+            .to_string()
+            .contains("not with --boost fifo"));
+        let o = parse(&["--rt-runtime-unlimited"]).unwrap();
+        assert!(server_config(&o).unwrap().is_some());
     }
 
     #[test]

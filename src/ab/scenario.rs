@@ -84,24 +84,31 @@ pub enum Config {
     /// scx_floor with its own server (ext_server off), the default
     #[value(name = "scx-floor")]
     ScxFloor,
+    /// scx_floor --rt-runtime-unlimited: SCHED_DEADLINE boosts that the kernel
+    /// ends itself, server threads off the measured CPU (S0 and S1 only; sets
+    /// kernel.sched_rt_runtime_us to -1 while it runs)
+    #[value(name = "scx-floor-dl")]
+    ScxFloorDl,
 }
 
 impl Config {
     /// Table order.
-    pub const ALL: [Config; 5] = [
+    pub const ALL: [Config; 6] = [
         Config::Stock,
         Config::StockNoserver,
         Config::StockSlice500,
         Config::ScxExt,
         Config::ScxFloor,
+        Config::ScxFloorDl,
     ];
     /// Run order in one boot: scx_floor's configurations first. On 7.3 the
     /// kernel's ext_server stopped serving once fair_server's debugfs knobs had
     /// been written in the same boot (scenarios.md, S1), so scx-ext runs before
     /// any fair_server knob is touched.
-    pub const RUN_ORDER: [Config; 5] = [
+    pub const RUN_ORDER: [Config; 6] = [
         Config::ScxExt,
         Config::ScxFloor,
+        Config::ScxFloorDl,
         Config::Stock,
         Config::StockSlice500,
         Config::StockNoserver,
@@ -114,15 +121,25 @@ impl Config {
             Config::StockSlice500 => "stock-slice500",
             Config::ScxExt => "scx-ext",
             Config::ScxFloor => "scx-floor",
+            Config::ScxFloorDl => "scx-floor-dl",
         }
     }
-    /// Does this configuration run `s`? The tuned stock slice only matters for S2.
+    /// Does this configuration run `s`? The tuned stock slice only matters for
+    /// S2, the kernel-cut server only for the server's scenarios.
     pub fn runs(self, s: Scenario) -> bool {
-        self != Config::StockSlice500 || s == Scenario::S2
+        match self {
+            Config::StockSlice500 => s == Scenario::S2,
+            Config::ScxFloorDl => matches!(s, Scenario::S0 | Scenario::S1),
+            _ => true,
+        }
     }
     /// Does it load scx_floor?
     pub fn is_scx(self) -> bool {
-        matches!(self, Config::ScxExt | Config::ScxFloor)
+        matches!(self, Config::ScxExt | Config::ScxFloor | Config::ScxFloorDl)
+    }
+    /// Is it scx_floor with its own server (the rows with goals)?
+    pub fn is_floor_server(self) -> bool {
+        matches!(self, Config::ScxFloor | Config::ScxFloorDl)
     }
 }
 
@@ -205,6 +222,12 @@ pub const S0_RUNTIME_NS: u64 = 20_000;
 pub const RUNTIME_NS: u64 = 50_000_000;
 /// The servers' period, ns (1 s).
 pub const PERIOD_NS: u64 = 1_000_000_000;
+/// S0's goal for scx_floor's server (issue 3): no single gap of the RT probe
+/// above this, ns. On this project's emulated VM the probe alone, with
+/// nothing else runnable, already sees single gaps of 1-4 ms now and then
+/// (the stock-noserver row measures that in the same boot).
+pub const S0_GOAL_MAX_GAP_NS: u64 = 1_000_000;
+
 /// S1's goal for scx_floor: normal ms/s at least 95% of the budget.
 pub const S1_GOAL_NORMAL_MS: f64 = 47.5;
 /// S1's goal: the RT hog keeps at least this, ms/s.
@@ -253,8 +276,11 @@ pub fn setup_for(c: Config, s: Scenario, cpu: usize) -> Setup {
                 floor_args: Some(a),
             }
         }
-        Config::ScxFloor => {
+        Config::ScxFloor | Config::ScxFloorDl => {
             let mut a = Vec::new();
+            if c == Config::ScxFloorDl {
+                a.push("--rt-runtime-unlimited".to_string());
+            }
             match s {
                 Scenario::S0 => a.extend(strs(&["--server-runtime-us", "20"])),
                 Scenario::S2 => a.extend(strs(&["--slice-us", "500"])),
@@ -539,6 +565,12 @@ pub fn s0(ctx: &Ctx, c: Config) -> Result<Row> {
             n.count,
             secs_seen
         );
+        if c.is_floor_server() {
+            r.goal = Some((
+                n.max_ns <= S0_GOAL_MAX_GAP_NS,
+                "no gap > 1 ms (the emulator's own: see stock-noserver)".into(),
+            ));
+        }
         r.raw = json!({ "noise": n, "reads": t.reads, "dropped": t.dropped, "threshold_ns": t.threshold_ns,
                         "read_cost_ns": n.window_ns.saturating_sub(n.sum_ns) as f64 / t.reads.max(1) as f64 });
         Ok(r)
@@ -614,7 +646,7 @@ pub fn s1(ctx: &Ctx, c: Config) -> Result<Row> {
             "RT {} ms/s, first service after {first_txt}",
             fmt_num(rt_ms)
         );
-        if c == Config::ScxFloor {
+        if c.is_floor_server() {
             r.goal = Some(s1_goal(normal_ms, rt_ms, first));
         }
         r.raw = json!({ "normal_ms_per_s": normal_ms, "rt_ms_per_s": rt_ms, "first_service_s": first,
@@ -892,6 +924,13 @@ mod tests {
             .floor_args
             .unwrap();
         assert!(a.windows(2).any(|w| w == ["--server-runtime-us", "20"]));
+        assert!(!a.contains(&"--rt-runtime-unlimited".into()));
+        let a = setup_for(Config::ScxFloorDl, Scenario::S0, 1)
+            .floor_args
+            .unwrap();
+        assert!(a.windows(2).any(|w| w == ["--server-runtime-us", "20"]));
+        assert!(a.contains(&"--rt-runtime-unlimited".into()));
+        assert!(Config::ScxFloorDl.runs(Scenario::S1) && !Config::ScxFloorDl.runs(Scenario::S2));
         let a = setup_for(Config::ScxFloor, Scenario::S2, 1)
             .floor_args
             .unwrap();

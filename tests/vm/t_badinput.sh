@@ -44,6 +44,11 @@ expect_err "--timer-lead-us 10001" "timer-lead-us.*0 to 10000" "$FLOOR" --timer-
 expect_err "--exit-dump-len -1" "exit-dump-len|unexpected argument" "$FLOOR" --exit-dump-len -1
 expect_err "--server-runtime-us x" "invalid value 'x' for '--server-runtime-us" "$FLOOR" --server-runtime-us x
 expect_err "--kernel-server maybe" "invalid value 'maybe'" "$FLOOR" --kernel-server maybe
+rt0=$(cat /proc/sys/kernel/sched_rt_runtime_us)
+expect_err "--rt-runtime-unlimited --no-server" "cannot be used with" "$FLOOR" --rt-runtime-unlimited --no-server
+expect_err "--rt-runtime-unlimited --boost fifo" "not with --boost fifo" "$FLOOR" --rt-runtime-unlimited --boost fifo
+expect_err "--rt-runtime-unlimited, not root" "must run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$FLOOR" --rt-runtime-unlimited
+[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt0" ] || fail "a refused --rt-runtime-unlimited changed sched_rt_runtime_us"
 expect_err "not root" "must run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$FLOOR"
 # A kernel without sched_ext: hide /sys/kernel/sched_ext in a private mount namespace.
 expect_err "no sched_ext" "no sched_ext" unshare -m sh -c "mount -t tmpfs none /sys/kernel && exec $FLOOR"
@@ -51,6 +56,8 @@ expect_err "no sched_ext" "no sched_ext" unshare -m sh -c "mount -t tmpfs none /
 start_floor
 first=$(cat $SCX/root/ops)
 expect_err "another scheduler loaded" "another sched_ext scheduler is loaded: $first" "$FLOOR"
+expect_err "another scheduler loaded (--rt-runtime-unlimited)" "another sched_ext scheduler is loaded" "$FLOOR" --rt-runtime-unlimited
+[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt0" ] || fail "a refused --rt-runtime-unlimited changed sched_rt_runtime_us"
 [ "$(cat $SCX/root/ops)" = "$first" ] || fail "the loaded scheduler changed"
 kill -0 "$FLOOR_PID" || fail "the first scx_floor died"
 stop_floor || fail "first scx_floor exited non-zero"

@@ -1,7 +1,10 @@
 #!/bin/bash
 # S1: the bandwidth floor under an RT hog. A normal task and an RT hog pinned
 # to CPU 1, measured over 6 s from /proc/PID/schedstat, for a SCHED_RR 25 hog
-# with 50 ms / 1 s and 20 ms / 1 s, and a SCHED_FIFO 50 hog with 50 ms / 1 s.
+# with 50 ms / 1 s and 20 ms / 1 s, and a SCHED_FIFO 50 hog with 50 ms / 1 s;
+# then RR 25 with 50 ms / 1 s in kernel-cut mode (--rt-runtime-unlimited:
+# SCHED_DEADLINE boosts ended by the kernel, the server thread on CPU 0),
+# where kernel.sched_rt_runtime_us must be -1 while it runs and back after.
 #
 # Goals (issue 3): normal >= 95% of the budget, hog >= 940 ms/s, first service
 # within one period. The emulator (TCG) charges 1-3% of the CPU to interrupts
@@ -21,17 +24,21 @@ goal() { # what value goal
 	if eval "$3"; then note "  goal met: $1 $2"; else note "  GOAL MISSED (emulator): $1 $2"; fi
 }
 
-case_() { # runtime_us policy prio
+rt_orig=$(cat /proc/sys/kernel/sched_rt_runtime_us)
+case_() { # runtime_us policy prio [scx_floor flags]
 	local rt=$1 pol=$2 prio=$3 n h first normal hog
 	local goal_n min_n
+	shift 3
 	goal_n=$(awk -v r="$rt" 'BEGIN { print r / 1000 * 0.95 }')
 	min_n=$(awk -v r="$rt" 'BEGIN { print r / 1000 * 0.80 }')
-	start_floor --server-runtime-us "$rt" --server-period-us 1000000 --stats 2
+	start_floor --server-runtime-us "$rt" --server-period-us 1000000 --stats 2 "$@"
 	wait_ext_server 1 0 5 || fail "ext_server runtime is $(ext_server_runtime 1) while scx_floor serves"
 	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 	wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 	h=$(rt_hog 1 "$pol" "$prio" 30) || fail "no hog"
 	first=$(first_service_ms "$n" 3)
+	local rtr
+	rtr=$(cat /proc/sys/kernel/sched_rt_runtime_us)
 	sleep 0.5
 	local ha hb t0 t1 na nb
 	na=$(run_ns "$n"); ha=$(run_ns "$h"); t0=$(date +%s%N)
@@ -42,7 +49,7 @@ case_() { # runtime_us policy prio
 	kill -KILL "$h" "$n" 2>/dev/null
 	[ "$(scx_state)" = enabled ] || fail "scx_floor was ejected: $(scx_state)"
 	stop_floor || fail "scx_floor exit code $?"
-	note "$pol $prio hog, server $((rt / 1000)) ms/1 s: normal $normal ms/s, hog $hog ms/s, first service after $first ms"
+	note "$pol $prio hog, server $((rt / 1000)) ms/1 s $*: normal $normal ms/s, hog $hog ms/s, first service after $first ms"
 	grep -A4 '^server:' "$FLOOR_LOG" | tail -3 | sed 's/^/    /'
 	goal "normal >= $goal_n ms/s:" "$normal" "ge $normal $goal_n"
 	goal "hog >= 940 ms/s:" "$hog" "ge $hog 940"
@@ -51,10 +58,22 @@ case_() { # runtime_us policy prio
 	ge "$hog" 915 || fail "RT hog got $hog ms/s < 915"
 	[ "$first" != inf ] && le "$first" 2000 || fail "first service after $first ms (> 2 periods)"
 	[ "$(ext_server_runtime 1)" = "$orig" ] || fail "ext_server runtime $(ext_server_runtime 1) after exit, was $orig"
+	[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt_orig" ] ||
+		fail "sched_rt_runtime_us $(cat /proc/sys/kernel/sched_rt_runtime_us) after exit, was $rt_orig"
+	if [[ " $* " == *" --rt-runtime-unlimited "* ]]; then
+		[ "$rtr" = -1 ] || fail "sched_rt_runtime_us $rtr while scx_floor ran with --rt-runtime-unlimited"
+		grep -q "kernel-cut mode" "$FLOOR_LOG" || fail "no kernel-cut mode with --rt-runtime-unlimited"
+		# the server table's cpu 1 row: boosts_dl (column 5) > 0, boosts_fifo (6) = 0
+		awk '/^server:/ {t = 1; next} t && $1 == 1 {dl = $5; fifo = $6; t = 0} END {exit !(dl > 0 && fifo == 0)}' "$FLOOR_LOG" ||
+			fail "kernel-cut mode did not boost with SCHED_DEADLINE only"
+	else
+		[ "$rtr" = "$rt_orig" ] || fail "sched_rt_runtime_us changed to $rtr without --rt-runtime-unlimited"
+	fi
 }
 
 case_ 50000 rr 25
 case_ 20000 rr 25
 case_ 50000 fifo 50
+case_ 50000 rr 25 --rt-runtime-unlimited
 errs=$(dmesg_errors)
 [ -z "$errs" ] || { echo "$errs"; fail "dmesg reports sched_ext trouble"; }

@@ -2,14 +2,24 @@
 # Restore guarantee: SIGKILL of scx_floor while it has a task boosted. The
 # guardian process puts the task back to SCHED_OTHER and the kernel's
 # ext_server runtime back to its saved value; the kernel unloads the BPF
-# scheduler with the process. Then the same with SIGTERM (a clean exit).
+# scheduler with the process. Then the same with SIGTERM (a clean exit), and
+# SIGKILL again with --rt-runtime-unlimited (kernel.sched_rt_runtime_us -1,
+# SCHED_DEADLINE boosts): the sysctl is back to its saved value too.
 source "$(dirname "$0")/lib.sh"
 as_controller
 orig=$(ext_server_runtime 1)
 [ "$orig" != missing ] || fail "no ext_server in debugfs"
+rt_orig=$(cat /proc/sys/kernel/sched_rt_runtime_us)
+[ "$rt_orig" != -1 ] || fail "kernel.sched_rt_runtime_us is -1 already: nothing to test"
 
-for sig in KILL TERM; do
-	start_floor --server-runtime-us 600000 --server-period-us 1000000
+for run in KILL TERM KILL-dl; do
+	sig=${run%-dl}
+	extra=()
+	[ "$run" = KILL-dl ] && extra=(--rt-runtime-unlimited)
+	start_floor --server-runtime-us 600000 --server-period-us 1000000 "${extra[@]}"
+	if [ "$run" = KILL-dl ]; then
+		[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = -1 ] || fail "sched_rt_runtime_us not -1 with --rt-runtime-unlimited"
+	fi
 	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 	wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 	h=$(rt_hog 1 rr 25 30) || fail "no hog"
@@ -22,19 +32,22 @@ for sig in KILL TERM; do
 	[ $sig = TERM ] && [ $rc -ne 0 ] && fail "exit code $rc after SIGTERM"
 	ok=
 	for i in $(seq 100); do
-		if [ "$(policy_of "$n")" = SCHED_OTHER ] && [ "$(ext_server_runtime 1)" = "$orig" ] && [ "$(scx_state)" = disabled ]; then
+		if [ "$(policy_of "$n")" = SCHED_OTHER ] && [ "$(ext_server_runtime 1)" = "$orig" ] && [ "$(scx_state)" = disabled ] &&
+			[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt_orig" ]; then
 			ok=1; break
 		fi
 		sleep 0.05
 	done
-	pol=$(policy_of "$n"); rt=$(ext_server_runtime 1)
+	pol=$(policy_of "$n"); rt=$(ext_server_runtime 1); rtr=$(cat /proc/sys/kernel/sched_rt_runtime_us)
 	kill -KILL "$h" "$n" 2>/dev/null
-	[ -n "$ok" ] || fail "after SIG$sig: task $n is $pol, ext_server runtime $rt (saved $orig), sched_ext $(scx_state)"
-	note "SIG$sig: task back to $pol within $((i * 50)) ms, ext_server runtime $rt, sched_ext $(scx_state)"
+	[ -n "$ok" ] || fail "after SIG$sig ($run): task $n is $pol, ext_server runtime $rt (saved $orig), sched_rt_runtime_us $rtr (saved $rt_orig), sched_ext $(scx_state)"
+	note "SIG$sig ($run): task back to $pol within $((i * 50)) ms, ext_server runtime $rt, sched_rt_runtime_us $rtr, sched_ext $(scx_state)"
 	grep -h "scx_floor-guard" "$FLOOR_LOG" | sed 's/^/    /'
 	if [ $sig = KILL ]; then
-		grep -q "scx_floor-guard: scx_floor is gone; restored [1-9][0-9]* boosted task(s) and 2 kernel knob(s)" "$FLOOR_LOG" ||
-			fail "the guardian did not restore the boosted task and both knobs"
+		knobs=2
+		[ "$run" = KILL-dl ] && knobs=3
+		grep -q "scx_floor-guard: scx_floor is gone; restored [1-9][0-9]* boosted task(s) and $knobs kernel knob(s)" "$FLOOR_LOG" ||
+			fail "the guardian did not restore the boosted task and all $knobs knobs"
 	fi
 	sleep 0.5
 	if pgrep -x scx_floor-guard >/dev/null; then fail "the guardian outlived scx_floor"; fi

@@ -1,0 +1,80 @@
+#!/bin/bash
+# S0: the noise the server puts on an RT task. A SCHED_FIFO 1 clock-reading
+# probe (scx_floor-ab helper probe, in the manner of osnoise) on CPU 1 with
+# two normal hogs there, 10 s, server budget 20 us / 1 s:
+#   floor:   the stock kernel with fair_server runtime 0 on CPU 1 (nothing
+#            serves the hogs): what the emulator alone does to the probe;
+#   default: scx_floor --server-runtime-us 20;
+#   dl:      the same with --rt-runtime-unlimited (kernel-cut mode).
+# Goals (issue 3): no single gap > 1 ms; overrun p99 < 100 us, max < 500 us.
+# The emulator alone shows single gaps of 1-4 ms in some boots and its timer
+# latency is ~0.3 ms (1 ms and more in its tail), so the test prints the goals
+# and asserts what can be told apart from the emulator: the server served the
+# hogs (>= 1 boost on CPU 1), scx_floor was never ejected, in kernel-cut mode
+# each boost cost at most one gap > 1 ms (gaps <= the floor's + boosts + 2)
+# and the kernel cut every boost by the next tick at the latest (overrun
+# < 4.5 ms at HZ=250), and sched_rt_runtime_us and fair_server are back
+# afterwards. (Traced with sched_switch/irq/hrtimer events: the kernel-cut
+# gaps are the boosted task's run until the hrtick, which TCG delivers
+# 0.3-1.8 ms late; the others are the emulator's own: disk IRQs, the tick.)
+source "$(dirname "$0")/lib.sh"
+AB=${AB:-$ROOT/target/release/scx_floor-ab}
+as_controller
+dmesg -C
+FAIR=/sys/kernel/debug/sched/fair_server/cpu1/runtime
+fair_orig=$(cat $FAIR)
+rt_orig=$(cat /proc/sys/kernel/sched_rt_runtime_us)
+
+# probe NAME: 10 s of the probe on CPU 1; sets MAXG (us) and N1 (gaps > 1 ms).
+probe() {
+	local j=$LOGDIR/s0.$1.json
+	chrt -f 1 taskset -c 1 "$AB" helper probe --secs 10 --threshold-us 300 >"$j" ||
+		fail "$1: the probe failed"
+	MAXG=$(grep -o '"len_ns":[0-9]*' "$j" | cut -d: -f2 | sort -n | tail -1)
+	MAXG=$(( ${MAXG:-0} / 1000 ))
+	N1=$(grep -o '"len_ns":[0-9]*' "$j" | cut -d: -f2 | awk '$1 > 1000000' | wc -l)
+	note "$1: longest gap $MAXG us, $N1 gaps > 1 ms in 10 s (top: $(grep -o '"len_ns":[0-9]*' "$j" | cut -d: -f2 | sort -n | tail -5 | awk '{printf "%d ", $1 / 1000}')us)"
+}
+hogs() { H1=$(hog 1); H2=$(hog 1); wait_spinning 20 "$H1" "$H2" || fail "the hogs did not start"; }
+# cpu1 COLUMN: that column of CPU 1's row in the last server table
+cpu1() { awk -v c="$1" '/^server:/ {t = 1; next} t && $1 == 1 {v = $c; t = 0} END {print v}' "$FLOOR_LOG"; }
+
+# The probe binary comes over 9p: run the probe once before any measurement
+# (traced: a cold probe blocked in D state on its own page faults, 1.4 ms).
+chrt -f 1 taskset -c 1 "$AB" helper probe --secs 0.3 --threshold-us 300 >/dev/null 2>&1
+
+echo 0 >$FAIR
+hogs
+probe floor
+floor_n1=$N1
+kill -KILL "$H1" "$H2"
+echo "$fair_orig" >$FAIR
+
+for mode in default dl; do
+	args=(--server-runtime-us 20 --stats 5)
+	[ $mode = dl ] && args+=(--rt-runtime-unlimited)
+	start_floor "${args[@]}"
+	seq0=$(enable_seq)
+	hogs
+	probe "$mode"
+	kill -KILL "$H1" "$H2"
+	[ "$(scx_state)" = enabled ] && [ "$(enable_seq)" = "$seq0" ] || fail "$mode: scx_floor was ejected"
+	stop_floor || fail "$mode: scx_floor exit code $?"
+	boosts=$(( $(cpu1 5) + $(cpu1 6) ))
+	p99=$(cpu1 9); omax=$(cpu1 10)
+	note "$mode: $boosts boosts on CPU 1 in $(cpu1 2) periods, overrun p99 bucket $p99 us, max $omax us, debt $(cpu1 15) us"
+	if [ "$MAXG" -le 1000 ]; then note "  goal met: no gap > 1 ms"; else note "  GOAL MISSED (emulator?): longest gap $MAXG us > 1 ms"; fi
+	if [ "$p99" != - ] && le "$p99" 100 && le "$omax" 500; then note "  goal met: overrun p99 < 100 us, max < 500 us"
+	else note "  GOAL MISSED (emulator timer latency): overrun p99 $p99 us, max $omax us"; fi
+	[ "$boosts" -ge 1 ] || fail "$mode: the server never boosted on CPU 1"
+	if [ $mode = dl ]; then
+		[ "$N1" -le $((floor_n1 + boosts + 2)) ] ||
+			fail "kernel-cut mode: $N1 gaps > 1 ms from $boosts boosts, the emulator alone $floor_n1 (+2 allowed)"
+		le "$omax" 4500 || fail "kernel-cut mode: overrun max $omax us > 4.5 ms (not cut by the kernel)"
+	fi
+	[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt_orig" ] || fail "sched_rt_runtime_us not restored after $mode"
+done
+[ "$(cat $FAIR)" = "$fair_orig" ] || fail "fair_server runtime not restored"
+errs=$(dmesg_errors)
+[ -z "$errs" ] || { echo "$errs"; fail "dmesg reports sched_ext trouble"; }
+exit 0
