@@ -377,7 +377,7 @@ mod tests {
         let sc = server_config(&o).unwrap().unwrap();
         assert_eq!(
             (sc.runtime_ns, sc.period_ns, sc.margin_ns),
-            (50_000_000, 1_000_000_000, 14_500_000)
+            (50_000_000, 1_000_000_000, 17_500_000)
         );
         let o = parse(&["--server-runtime-us", "20", "--server-period-us", "1000000"]).unwrap();
         assert_eq!(server_config(&o).unwrap().unwrap().runtime_ns, 20_000);

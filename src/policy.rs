@@ -308,9 +308,10 @@ impl<'v> CpuAgent<'v> {
         if self.server.started() != was_started
             || (was_started && self.server.period_end_ns() != was_end)
         {
-            debug!("cpu {cpu}: t={:.3} server {} period ends {:.3}, delivered {:.3} ms, debt {:.3} ms, starved since {:.3}",
+            debug!("cpu {cpu}: t={:.3} server {} period ends {:.3}, delivered {:.3} ms (last period {:.3}, boosted {:.3}), debt {:.3} ms, starved since {:.3}",
                    s.now_ns as f64 / 1e6, if self.server.started() { "serving" } else { "idle" },
-                   self.server.period_end_ns() as f64 / 1e6, self.server.delivered_ns(&s) as f64 / 1e6, self.server.debt_ns() as f64 / 1e6, s.starved_since_ns as f64 / 1e6);
+                   self.server.period_end_ns() as f64 / 1e6, self.server.delivered_ns(&s) as f64 / 1e6, self.server.stats.last_period_delivered_ns as f64 / 1e6,
+                   self.server.stats.last_period_boosted_ns as f64 / 1e6, self.server.debt_ns() as f64 / 1e6, s.starved_since_ns as f64 / 1e6);
         }
         if self.server.wants_starve_kick(&s) {
             view.arm_starve_kick(cpu);

@@ -46,15 +46,19 @@ pub struct ServerConfig {
     pub kernel_cut: bool,
 }
 
-/// How long before zero laxity the server activates, ns: 2 ms plus a quarter
-/// of the runtime, never more than the period leaves. While boosted tasks run,
-/// interrupts, other RT threads above the boost and the server's own steps
-/// still take the CPU now and then (about 10% of the time in the project's
-/// emulated VM, ~1% on hardware); starting that much earlier lets the whole
-/// budget land inside the period. The RT task loses no more time for it, only
-/// earlier in the period.
+/// How long before zero laxity the server activates, ns: 5 ms plus a quarter
+/// of the runtime, never more than the period leaves. The activation step
+/// itself takes time before the boost lands: traced under TCG, the server
+/// thread woke 0.3-0.5 ms late and reached sched_setattr 1.3 ms later (the
+/// waiter lookup, the journal, the map update), so with the former 2 ms the
+/// boost of a 20 us budget came after the period's end in most periods and
+/// was restored before the task ran. And while boosted tasks run, interrupts,
+/// other RT threads above the boost and the server's own steps still take
+/// the CPU now and then (about 10% of the time in the emulated VM, ~1% on
+/// hardware): the quarter of the runtime lets the whole budget land inside
+/// the period. The RT task loses no more time for it, only earlier.
 pub fn activation_margin_ns(runtime_ns: u64, period_ns: u64) -> u64 {
-    (2_000_000 + runtime_ns / 4).min(period_ns.saturating_sub(runtime_ns))
+    (5_000_000 + runtime_ns / 4).min(period_ns.saturating_sub(runtime_ns))
 }
 
 /// How often an idle server looks for starvation by itself, ns (the BPF side
@@ -297,7 +301,7 @@ impl CpuServer {
     /// Whether the server wants to be woken when starvation begins: it is
     /// idle, or nothing is owed in this period (see the restart rule).
     pub fn wants_starve_kick(&self, s: &Sample) -> bool {
-        !self.started || (self.active.is_empty() && self.owed_ns(s) == 0)
+        !self.started || (self.active.is_empty() && self.got_runtime(s))
     }
 
     /// The boosts in progress.
@@ -324,10 +328,17 @@ impl CpuServer {
     /// next replenishments pay off (replenish_dl_entity(), deadline.c), the
     /// overrun is taken off the next periods, so that over several periods
     /// the server delivers its runtime per period, not runtime + overrun.
+    /// (Per-CPU kthreads' run time counts neither as delivered nor as debt.)
     pub fn owed_ns(&self, s: &Sample) -> u64 {
         self.cfg
             .runtime_ns
             .saturating_sub(self.delivered_ns(s) + self.debt_ns)
+    }
+
+    /// Whether normal tasks got the whole runtime in this period (debt aside:
+    /// a server in debt owes nothing but was not paid).
+    fn got_runtime(&self, s: &Sample) -> bool {
+        self.delivered_ns(s) >= self.cfg.runtime_ns
     }
 
     /// Overrun still to be paid back by the next periods, ns.
@@ -387,7 +398,7 @@ impl CpuServer {
             && s.starved_since_ns > self.period_start_ns
             && s.starved_since_ns <= now
             && now < self.period_end_ns()
-            && self.owed_ns(s) == 0
+            && self.got_runtime(s)
         {
             self.period_start_ns = s.starved_since_ns;
             self.delivered_base_ns = s.delivered();
@@ -408,7 +419,8 @@ impl CpuServer {
             self.stats.last_period_boosted_ns = s.boosted().saturating_sub(self.boosted_base_ns);
             let n = (now - self.period_start_ns) / self.cfg.period_ns;
             // What boosts delivered beyond the runtime becomes debt; only
-            // boosted time can: normal tasks that ran on their own owe nothing.
+            // boosted time can: normal tasks that ran on their own owe
+            // nothing. Periods that passed at once each pay their runtime.
             let excess = (self.stats.last_period_delivered_ns + self.debt_ns)
                 .saturating_sub(self.cfg.runtime_ns.saturating_mul(n));
             self.debt_ns = excess.min(self.stats.last_period_boosted_ns + self.debt_ns);
@@ -715,8 +727,8 @@ mod tests {
 
     #[test]
     fn margin() {
-        assert_eq!(activation_margin_ns(50 * MS, 1000 * MS), 14_500_000);
-        assert_eq!(activation_margin_ns(20_000, 1000 * MS), 2_005_000);
+        assert_eq!(activation_margin_ns(50 * MS, 1000 * MS), 17_500_000);
+        assert_eq!(activation_margin_ns(20_000, 1000 * MS), 5_005_000);
         assert_eq!(activation_margin_ns(990 * MS, 1000 * MS), 10 * MS);
         assert_eq!(activation_margin_ns(1000 * MS, 1000 * MS), 0);
     }
@@ -909,8 +921,16 @@ mod tests {
                 *b <= 50 * MS + MAX_BOOSTED as u64 * 2 * 200_000,
                 "period {i}: boosted {b}"
             );
-            assert!(*b >= 49 * MS, "period {i}: boosted {b}");
+            // less by what the previous period overran (debt)
+            assert!(*b >= 45 * MS, "period {i}: boosted {b}");
         }
+        // the CBS balance: delivered = periods x runtime + what is still owed back
+        let total: u64 = per_period.iter().sum();
+        assert!(
+            total.abs_diff(4 * 50 * MS + s.debt_ns()) <= 2 * MS,
+            "boosted {total} in 4 periods, debt {}",
+            s.debt_ns()
+        );
         assert_eq!(served.len(), 50, "every task served within 4 periods");
     }
 
@@ -1007,6 +1027,7 @@ mod tests {
         assert_eq!(s.debt_ns(), 5 * MS);
         let st = s.step(&starving(2993, 25, 25), |p| t.get(p), || vec![w(1, 100)]);
         assert_eq!(boosts(&st), vec![(1, 5 * MS)]);
+        t.0.borrow_mut().get_mut(&1).unwrap().0 = 0; // counts from the boost
         t.run(1, 5 * MS);
         s.step(&starving(3000, 30, 30), |p| t.get(p), Vec::new);
         assert_eq!(
@@ -1014,6 +1035,26 @@ mod tests {
             0,
             "paid back: 30 ms delivered in 3 periods of 10"
         );
+    }
+
+    #[test]
+    fn a_server_in_debt_keeps_its_period_and_wants_no_starvation_kicks() {
+        let t = Tasks::new(&[1]);
+        let mut s = CpuServer::new(cfg(10), &starving(0, 0, 0));
+        s.step(&starving(988, 0, 0), |p| t.get(p), || vec![w(1, 100)]);
+        t.run(1, 25 * MS);
+        s.step(&starving(1000, 25, 25), |p| t.get(p), Vec::new);
+        assert_eq!(s.debt_ns(), 15 * MS);
+        // a new starvation interval in a period that owes nothing because of
+        // the debt: not "normal tasks got their runtime", so no restart (a
+        // restart at every new interval woke the server thread every 1-2 ms)
+        let smp = Sample {
+            starved_since_ns: 1500 * MS,
+            ..at(1500, 25, 25)
+        };
+        assert!(!s.wants_starve_kick(&smp));
+        s.step(&smp, |p| t.get(p), || panic!("nothing owed"));
+        assert_eq!(s.period_end_ns(), 2000 * MS);
     }
 
     #[test]
