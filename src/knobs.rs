@@ -25,6 +25,10 @@ pub fn ext_server_runtime(dir: &Path, cpu: usize) -> PathBuf {
 /// sched-deadline.rst), which lets pinned tasks become SCHED_DEADLINE.
 pub const SCHED_RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 
+/// The scheduler's feature flags (debugfs): HRTICK_DL, when on, ends a
+/// SCHED_DEADLINE task's runtime with an hrtimer instead of at the tick.
+pub const SCHED_FEATURES: &str = "/sys/kernel/debug/sched/features";
+
 /// Whether `kernel.sched_rt_runtime_us` is -1 now (false when unreadable).
 pub fn rt_runtime_is_unlimited() -> bool {
     fs::read_to_string(SCHED_RT_RUNTIME).is_ok_and(|v| v.trim() == "-1")
@@ -69,8 +73,9 @@ impl Knobs {
     /// kernel refuses with EBUSY is retried every 50 ms for up to
     /// [`BUSY_RETRY_MS`]: sched_rt_runtime_us cannot go back from -1 while
     /// the SCHED_DEADLINE bandwidth of tasks boosted a moment ago is still
-    /// counted (the kernel releases it at each task's 0-lag time, at most
-    /// one server period later; measured: EBUSY right after a SIGKILL).
+    /// counted (the kernel releases it at each task's 0-lag time, about one
+    /// server period later, later by overrun x period / runtime after an
+    /// overrun; measured: EBUSY right after a SIGKILL).
     pub fn restore_all(&self) -> usize {
         let Ok(rd) = fs::read_dir(&self.dir) else {
             return 0;

@@ -117,7 +117,7 @@ pub struct Opts {
     kernel_server: String,
 
     /// Boost policy for starving tasks: "auto" tries SCHED_DEADLINE (runtime =
-    /// budget, deadline = period) and falls back to SCHED_FIFO one above the
+    /// share, deadline = period = time left in the server period) and falls back to SCHED_FIFO one above the
     /// CPU's RT hog where the kernel refuses it; "fifo" or "deadline" only.
     #[arg(long, default_value = "auto", value_name = "auto|fifo|deadline",
           value_parser = clap::builder::PossibleValuesParser::new(["auto", "fifo", "deadline"]))]
@@ -128,8 +128,9 @@ pub struct Opts {
     /// the kernel's RT throttling and SCHED_DEADLINE admission control for
     /// the whole system; in exchange the kernel accepts SCHED_DEADLINE boosts
     /// of pinned tasks and ends each one at its runtime itself (HRTICK_DL),
-    /// and the server threads run off the CPUs they serve ("kernel-cut"
-    /// mode, also used when sched_rt_runtime_us is -1 already).
+    /// and the server threads are placed by the kernel, off the served CPU
+    /// while another CPU runs lower-priority work ("kernel-cut" mode, also
+    /// used when sched_rt_runtime_us is -1 already; needs 2 CPUs online).
     #[arg(long, conflicts_with = "no_server")]
     rt_runtime_unlimited: bool,
 

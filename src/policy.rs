@@ -662,6 +662,11 @@ pub fn run(
     sched.finish()
 }
 
+/// Sets kernel.sched_rt_runtime_us to -1 (journaled).
+fn rt_runtime_off(knobs: &Knobs) -> Result<()> {
+    knobs.set(std::path::Path::new(knobs::SCHED_RT_RUNTIME), "-1")
+}
+
 /// Sets the kernel's ext_server runtime to 0 on the served CPUs (journaled).
 /// Ok(false) when the kernel has no ext_server in debugfs (left alone).
 fn ext_server_off(cfg: &PolicyConfig, knobs: &Knobs) -> Result<bool> {
@@ -697,18 +702,33 @@ fn run_servers(
                 cfg.cpus
             );
         }
-        if cfg.rt_runtime_unlimited {
-            knobs.set(std::path::Path::new(knobs::SCHED_RT_RUNTIME), "-1")?;
+        let several_cpus = online_cpus()?.len() > 1;
+        if cfg.rt_runtime_unlimited && !several_cpus {
+            warn!(
+                "--rt-runtime-unlimited: one CPU online, kernel-cut mode needs another \
+                 for the server threads: kernel.sched_rt_runtime_us left alone"
+            );
+        } else if cfg.rt_runtime_unlimited {
+            rt_runtime_off(knobs)?;
             info!("kernel.sched_rt_runtime_us set to -1 (restored on exit)");
         }
-        kernel_cut = cfg.boost_mode != BoostMode::Fifo
-            && knobs::rt_runtime_is_unlimited()
-            && online_cpus()?.len() > 1;
+        kernel_cut =
+            cfg.boost_mode != BoostMode::Fifo && knobs::rt_runtime_is_unlimited() && several_cpus;
         if kernel_cut {
             info!(
                 "kernel-cut mode: SCHED_DEADLINE boosts ended by the kernel (HRTICK_DL), \
-                 server threads off the CPUs they serve"
+                 server threads placed by the kernel, off the served CPU while another runs \
+                 lower-priority work"
             );
+            if std::fs::read_to_string(knobs::SCHED_FEATURES)
+                .is_ok_and(|f| f.split_whitespace().any(|x| x == "NO_HRTICK_DL"))
+            {
+                warn!(
+                    "the scheduler feature HRTICK_DL is off ({}): the kernel ends \
+                     SCHED_DEADLINE boosts at the tick, up to a tick late",
+                    knobs::SCHED_FEATURES
+                );
+            }
         }
         info!(
             "bandwidth server: {} us every {} us on CPUs {:?}, boost {:?}",
@@ -787,6 +807,13 @@ fn run_servers(
                         "kernel ext_server runtime set to 0 again on CPUs {:?}",
                         cfg.cpus
                     );
+                }
+                // The guardian restored sched_rt_runtime_us too: kernel-cut
+                // mode boosts only with SCHED_DEADLINE, which the kernel then
+                // refuses for pinned tasks.
+                if kernel_cut && cfg.rt_runtime_unlimited {
+                    rt_runtime_off(knobs)?;
+                    info!("kernel.sched_rt_runtime_us set to -1 again");
                 }
             }
             if cfg.slice.is_dynamic() {

@@ -260,6 +260,8 @@ pub struct CpuServer {
     /// boosted run time delivered beyond the budget and not yet paid back,
     /// ns: taken off what the next periods owe (see [`CpuServer::owed_ns`])
     debt_ns: u64,
+    /// overruns of the boosts ended in this period, ns (debt at its edge)
+    period_overrun_ns: u64,
     /// the period in which each task was last boosted: the least recently
     /// served go first when more starve than can be boosted at once
     served_in: std::collections::HashMap<u32, u64>,
@@ -288,6 +290,7 @@ impl CpuServer {
             exhausted: Vec::new(),
             started: true,
             debt_ns: 0,
+            period_overrun_ns: 0,
             served_in: std::collections::HashMap::new(),
             stats: ServerStats::default(),
         }
@@ -299,7 +302,8 @@ impl CpuServer {
     }
 
     /// Whether the server wants to be woken when starvation begins: it is
-    /// idle, or nothing is owed in this period (see the restart rule).
+    /// idle, or normal tasks got the whole runtime in this period by
+    /// themselves (see the restart rule; a server in debt does not).
     pub fn wants_starve_kick(&self, s: &Sample) -> bool {
         !self.started || (self.active.is_empty() && self.got_runtime(s))
     }
@@ -326,9 +330,10 @@ impl CpuServer {
     /// delivers 16 times its due); as in the kernel's CBS, where a
     /// SCHED_DEADLINE task's overrun is left as negative runtime that the
     /// next replenishments pay off (replenish_dl_entity(), deadline.c), the
-    /// overrun is taken off the next periods, so that over several periods
-    /// the server delivers its runtime per period, not runtime + overrun.
-    /// (Per-CPU kthreads' run time counts neither as delivered nor as debt.)
+    /// overrun of each boost is taken off the next periods, so that over
+    /// several periods the server delivers its runtime per period, not
+    /// runtime + overrun. (Per-CPU kthreads' run time, overruns included,
+    /// counts neither as delivered nor as debt.)
     pub fn owed_ns(&self, s: &Sample) -> u64 {
         self.cfg
             .runtime_ns
@@ -348,6 +353,7 @@ impl CpuServer {
 
     fn end_boost(&mut self, a: &ActiveBoost, used: u64, why: RestoreWhy, out: &mut Step) {
         let over = used.saturating_sub(a.share_ns);
+        self.period_overrun_ns += over;
         if why != RestoreWhy::Blocked {
             if over > 0 {
                 self.stats.overrun.record(over);
@@ -366,7 +372,10 @@ impl CpuServer {
     /// tasks starving on this CPU.
     ///
     /// The step runs on the served CPU, so no boosted task runs during it:
-    /// the run times it reads are final for the tasks it restores.
+    /// the run times it reads are final for the tasks it restores. (In
+    /// kernel-cut mode it may run elsewhere; the kernel ends each boost then,
+    /// and a boost still running when it is restored is counted up to the
+    /// step.)
     pub fn step(
         &mut self,
         s: &Sample,
@@ -418,12 +427,22 @@ impl CpuServer {
                 s.delivered().saturating_sub(self.delivered_base_ns);
             self.stats.last_period_boosted_ns = s.boosted().saturating_sub(self.boosted_base_ns);
             let n = (now - self.period_start_ns) / self.cfg.period_ns;
-            // What boosts delivered beyond the runtime becomes debt; only
-            // boosted time can: normal tasks that ran on their own owe
-            // nothing. Periods that passed at once each pay their runtime.
-            let excess = (self.stats.last_period_delivered_ns + self.debt_ns)
-                .saturating_sub(self.cfg.runtime_ns.saturating_mul(n));
-            self.debt_ns = excess.min(self.stats.last_period_boosted_ns + self.debt_ns);
+            // Each period pays back up to its runtime of the debt (however
+            // its normal tasks ran: the debt is what lowered what it owed).
+            // What was delivered beyond what it then owed becomes debt, up
+            // to the overruns of the boosts that ended in it: the CBS
+            // balance, delivered = periods x runtime + debt left, and time
+            // normal tasks ran on their own never becomes debt. (The sum of
+            // the overruns alone overstates it when several boosts shared
+            // the period: their shares shrink as the budget is used.)
+            let due = self.cfg.runtime_ns.saturating_mul(n);
+            let paid = self.debt_ns.min(due);
+            let excess = self
+                .stats
+                .last_period_delivered_ns
+                .saturating_sub(due - paid);
+            self.debt_ns =
+                self.debt_ns - paid + excess.min(std::mem::take(&mut self.period_overrun_ns));
             self.stats.periods += n;
             self.period_start_ns += n * self.cfg.period_ns;
             self.delivered_base_ns = s.delivered();
@@ -437,6 +456,7 @@ impl CpuServer {
                 // starves: stop until the next starvation (debts forgiven).
                 self.started = false;
                 self.debt_ns = 0;
+                self.period_overrun_ns = 0;
                 out.next_ns = now + IDLE_RECHECK_NS;
                 return out;
             }
@@ -1068,6 +1088,13 @@ mod tests {
         t.run(1, 12 * MS);
         s.step(&starving(2000, 312, 12), |p| t.get(p), Vec::new);
         assert_eq!(s.debt_ns(), 2 * MS);
+        // a clean boost, then normal tasks run 17 ms by themselves: no debt
+        let t2 = Tasks::new(&[2]);
+        let mut s2 = CpuServer::new(cfg(50), &starving(0, 0, 0));
+        s2.step(&starving(948, 0, 0), |p| t2.get(p), || vec![w(2, 100)]);
+        t2.run(2, 50 * MS);
+        s2.step(&starving(1000, 67, 50), |p| t2.get(p), Vec::new);
+        assert_eq!(s2.debt_ns(), 0);
         // a period of plenty with nothing starving: idle, debt forgotten
         s.step(&at(3000, 400, 12), |p| t.get(p), Vec::new);
         assert!(!s.started());

@@ -3,7 +3,8 @@
 # to CPU 1, measured over 6 s from /proc/PID/schedstat, for a SCHED_RR 25 hog
 # with 50 ms / 1 s and 20 ms / 1 s, and a SCHED_FIFO 50 hog with 50 ms / 1 s;
 # then RR 25 with 50 ms / 1 s in kernel-cut mode (--rt-runtime-unlimited:
-# SCHED_DEADLINE boosts ended by the kernel, the server thread on CPU 0),
+# SCHED_DEADLINE boosts ended by the kernel, the server threads placed by
+# the kernel off CPU 1),
 # where kernel.sched_rt_runtime_us must be -1 while it runs and back after.
 #
 # Goals (issue 3): normal >= 95% of the budget, hog >= 940 ms/s, first service

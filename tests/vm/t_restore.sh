@@ -46,7 +46,8 @@ for run in KILL TERM KILL-dl; do
 	if [ $sig = KILL ]; then
 		knobs=2
 		[ "$run" = KILL-dl ] && knobs=3
-		grep -q "scx_floor-guard: scx_floor is gone; restored [1-9][0-9]* boosted task(s) and $knobs kernel knob(s)" "$FLOOR_LOG" ||
+		# the guardian logs once it is done (after any EBUSY retry)
+		wait_for 3 grep -q "scx_floor-guard: scx_floor is gone; restored [1-9][0-9]* boosted task(s) and $knobs kernel knob(s)" "$FLOOR_LOG" >/dev/null ||
 			fail "the guardian did not restore the boosted task and all $knobs knobs"
 	fi
 	sleep 0.5

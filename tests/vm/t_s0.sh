@@ -27,6 +27,7 @@ AB=${AB:-$ROOT/target/release/scx_floor-ab}
 as_controller
 dmesg -C
 rt_orig=$(cat /proc/sys/kernel/sched_rt_runtime_us)
+[ "$rt_orig" != -1 ] || fail "kernel.sched_rt_runtime_us is -1 already: the default mode would be kernel-cut too"
 
 # probe NAME: 10 s of the probe on CPU 1; sets MAXG (us) and N1 (gaps > 1 ms).
 probe() {
@@ -40,7 +41,7 @@ probe() {
 }
 hogs() { H1=$(hog 1); H2=$(hog 1); wait_spinning 20 "$H1" "$H2" || fail "the hogs did not start"; }
 # cpu1 COLUMN: that column of CPU 1's row in the last server table
-cpu1() { awk -v c="$1" '/^server:/ {t = 1; next} t && $1 == 1 {v = $c; t = 0} END {print v}' "$FLOOR_LOG"; }
+cpu1() { awk -v c="$1" '/^server:/ {t = 1; next} t && $1 == 1 {v = $c; t = 0} END {print (v == "" ? 0 : v)}' "$FLOOR_LOG"; }
 
 # The probe binary comes over 9p: run the probe once before any measurement
 # (traced: a cold probe blocked in D state on its own page faults, 1.4 ms).
@@ -65,7 +66,13 @@ for mode in default dl; do
 	if [ "$MAXG" -le 1000 ]; then note "  goal met: no gap > 1 ms"; else note "  GOAL MISSED (emulator?): longest gap $MAXG us > 1 ms"; fi
 	if [ "$p99" != - ] && le "$p99" 100 && le "$omax" 500; then note "  goal met: overrun p99 < 100 us, max < 500 us"
 	else note "  GOAL MISSED (emulator timer latency): overrun p99 $p99 us, max $omax us"; fi
-	[ "$boosts" -ge 1 ] || fail "$mode: the server never boosted on CPU 1"
+	[ "$boosts" -ge 1 ] || fail "$mode: the server never boosted on CPU 1 (or printed no server table)"
+	if [ $mode = dl ]; then
+		grep -q "kernel-cut mode" "$FLOOR_LOG" || fail "dl: not in kernel-cut mode"
+		[ "$(cpu1 6)" = 0 ] || fail "dl: $(cpu1 6) SCHED_FIFO boosts in kernel-cut mode"
+	else
+		! grep -q "kernel-cut mode" "$FLOOR_LOG" || fail "default: in kernel-cut mode"
+	fi
 	if [ $mode = dl ]; then
 		[ "$N1" -le $((floor_n1 + 2 * boosts + 3)) ] ||
 			fail "kernel-cut mode: $N1 gaps > 1 ms from $boosts boosts, the emulator alone $floor_n1 (2 per boost + 3 allowed)"
