@@ -235,12 +235,14 @@ wait_for() {
 
 # hog_slices NHOGS [ARGS...]: NHOGS CPU hogs pinned to CPU 1 for 5 s, under
 # scx_floor ARGS (--stats-json added), or under the stock scheduler without
-# ARGS. Prints "mean_ms p50_ms p99_ms": the mean slice from schedstat, the
-# run-length quantiles of CPU 1 from scx_floor's histogram ("null" for
+# ARGS. Prints "mean_ms p50_ms p99_ms p99lo_ms": the mean slice from
+# schedstat, the run-length quantiles of CPU 1 from scx_floor's histogram
+# (each the upper bound of its bucket), and the lower bound of the p99's
+# bucket: the histogram only knows the p99 lies in (p99lo, p99] ("null" for
 # stock). Returns non-zero if scx_floor exited non-zero (the figures are
 # printed anyway).
 hog_slices() {
-	local n=$1 pids=() i m p50=null p99=null rc=0 j=$LOGDIR/hog_slices.json
+	local n=$1 pids=() i m p50=null p99=null p99lo=null rc=0 j=$LOGDIR/hog_slices.json
 	shift
 	if [ $# -gt 0 ]; then rm -f "$j"; start_floor --stats-json "$j" "$@"; fi
 	for ((i = 0; i < n; i++)); do pids+=("$(hog 1)"); done
@@ -251,7 +253,9 @@ hog_slices() {
 		stop_floor || rc=1
 		p50=$(jq '.cpus[] | select(.cpu == 1) | .runlen.p50_ns / 1e6' "$j")
 		p99=$(jq '.cpus[] | select(.cpu == 1) | .runlen.p99_ns / 1e6' "$j")
+		p99lo=$(jq '(.cpus[] | select(.cpu == 1) | .runlen.p99_ns) as $u
+			| [.hist_bucket_lo_ns[] | select(. < $u)] | max / 1e6' "$j")
 	fi
-	echo "$m $p50 $p99"
+	echo "$m $p50 $p99 $p99lo"
 	return $rc
 }
