@@ -40,9 +40,7 @@ use scx_utils::UserExitInfo;
 use crate::boost::{self, Entry, Journal, SchedAttr};
 use crate::knobs::{self, Knobs};
 use crate::sched::{monotonic_ns, online_cpus, BpfView, Scheduler};
-use crate::server::{
-    Action, CpuServer, ServerConfig, TaskNow, Waiter, KERNEL_CUT_EXTRA_MARGIN_NS, MAX_BOOSTED,
-};
+use crate::server::{Action, CpuServer, ServerConfig, TaskNow, Waiter, MAX_BOOSTED};
 use crate::slice::{CpuSlice, SliceMode};
 use crate::stats::{self, CpuCounters, ServerRow};
 
@@ -762,12 +760,8 @@ fn run_servers(
     };
     std::thread::scope(|s| -> Result<()> {
         let mut handles = Vec::new();
-        if let Some(mut sc) = cfg.server {
-            if kernel_cut {
-                sc.margin_ns = (sc.margin_ns + KERNEL_CUT_EXTRA_MARGIN_NS)
-                    .min(sc.period_ns.saturating_sub(sc.runtime_ns));
-                sc.kernel_cut = true;
-            }
+        if let Some(sc) = cfg.server {
+            let sc = if kernel_cut { sc.kernel_cut() } else { sc };
             for (i, &cpu) in cfg.cpus.iter().enumerate() {
                 let (stop, report, fd) = (&stop, &reports[i], stop_fd.0);
                 let h = std::thread::Builder::new()

@@ -61,6 +61,19 @@ pub fn activation_margin_ns(runtime_ns: u64, period_ns: u64) -> u64 {
     (5_000_000 + runtime_ns / 4).min(period_ns.saturating_sub(runtime_ns))
 }
 
+impl ServerConfig {
+    /// The same server in kernel-cut mode: [`KERNEL_CUT_EXTRA_MARGIN_NS`]
+    /// more margin (never more than the period leaves) and `kernel_cut` set.
+    pub fn kernel_cut(self) -> Self {
+        ServerConfig {
+            margin_ns: (self.margin_ns + KERNEL_CUT_EXTRA_MARGIN_NS)
+                .min(self.period_ns.saturating_sub(self.runtime_ns)),
+            kernel_cut: true,
+            ..self
+        }
+    }
+}
+
 /// How often an idle server looks for starvation by itself, ns (the BPF side
 /// normally wakes it first).
 pub const IDLE_RECHECK_NS: u64 = 1_000_000_000;
@@ -568,15 +581,15 @@ impl CpuServer {
             out.next_ns = (now + self.cfg.margin_ns.max(1_000_000)).min(end);
             return out;
         }
-        // The earliest any of them can use up its share.
+        // The earliest any of them can use up its share, never sooner than
+        // min_step: a wake-up costs more than that.
+        let min_step = if self.cfg.kernel_cut {
+            KERNEL_CUT_MIN_STEP_NS
+        } else {
+            END_SLACK_NS
+        };
         let mut next = end;
         for (a, used) in &keep {
-            // never sooner than min_step_ns: a wake-up costs more than that
-            let min_step = if self.cfg.kernel_cut {
-                KERNEL_CUT_MIN_STEP_NS
-            } else {
-                END_SLACK_NS
-            };
             next = next.min(now + (a.share_ns - used).max(min_step));
         }
         for act in out.actions.iter_mut() {
@@ -612,8 +625,12 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn cfg(runtime_ms: u64) -> ServerConfig {
+        cfg_ns(runtime_ms * MS)
+    }
+
+    fn cfg_ns(runtime_ns: u64) -> ServerConfig {
         ServerConfig {
-            runtime_ns: runtime_ms * MS,
+            runtime_ns,
             period_ns: 1000 * MS,
             margin_ns: 2 * MS,
             kernel_cut: false,
@@ -751,6 +768,11 @@ mod tests {
         assert_eq!(activation_margin_ns(20_000, 1000 * MS), 5_005_000);
         assert_eq!(activation_margin_ns(990 * MS, 1000 * MS), 10 * MS);
         assert_eq!(activation_margin_ns(1000 * MS, 1000 * MS), 0);
+        // kernel-cut mode: 3 ms more, still within what the period leaves
+        let k = cfg_ns(20_000).kernel_cut();
+        assert!(k.kernel_cut);
+        assert_eq!(k.margin_ns, 5 * MS);
+        assert_eq!(cfg(998).kernel_cut().margin_ns, 2 * MS);
     }
 
     #[test]
@@ -966,12 +988,7 @@ mod tests {
     #[test]
     fn a_tiny_budget_boosts_one_task_per_period_in_turn() {
         let t = Tasks::new(&[1, 2, 3]);
-        let c = ServerConfig {
-            runtime_ns: 20_000,
-            period_ns: 1000 * MS,
-            margin_ns: 2 * MS,
-            kernel_cut: false,
-        };
+        let c = cfg_ns(20_000);
         let ws = || vec![w(1, 100), w(2, 100), w(3, 100)];
         let mut s = CpuServer::new(c, &at(0, 0, 0));
         let mut served = Vec::new();
@@ -1127,9 +1144,8 @@ mod tests {
         assert_eq!(boosts(&st), vec![(2, 45 * MS)]);
         // a 20 us share is looked at again after 1 ms, not 50 us
         let c = ServerConfig {
-            runtime_ns: 20_000,
             kernel_cut: true,
-            ..cfg(50)
+            ..cfg_ns(20_000)
         };
         let mut s = CpuServer::new(c, &starving(0, 0, 0));
         let now = 1000 * MS - 20_000 - 2 * MS;
@@ -1146,12 +1162,7 @@ mod tests {
     #[test]
     fn shares_stay_above_the_minimum() {
         let t = Tasks::new(&[1, 2, 3, 4]);
-        let c = ServerConfig {
-            runtime_ns: 600_000,
-            period_ns: 1000 * MS,
-            margin_ns: 2 * MS,
-            kernel_cut: false,
-        };
+        let c = cfg_ns(600_000);
         let mut s = CpuServer::new(c, &at(0, 0, 0));
         let st = s.step(
             &at(998, 0, 0),
@@ -1165,12 +1176,7 @@ mod tests {
     #[test]
     fn period_edge_at_exact_boundary_and_tiny_budget() {
         let t = Tasks::new(&[9]);
-        let c = ServerConfig {
-            runtime_ns: 20_000,
-            period_ns: 1000 * MS,
-            margin_ns: 2 * MS,
-            kernel_cut: false,
-        };
+        let c = cfg_ns(20_000);
         let mut s = CpuServer::new(c, &at(0, 0, 0));
         let st = s.step(&at(500, 0, 0), |p| t.get(p), Vec::new);
         assert_eq!(st.next_ns, 1000 * MS - 20_000 - 2 * MS);
