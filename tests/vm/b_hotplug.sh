@@ -31,7 +31,7 @@ done
 wait_boosted "$n" 6 || fail "no boost on CPU 1 after it came back"
 lines0=$(grep -c "per-CPU accounting" "$FLOOR_LOG"); sleep 2.5; lines1=$(grep -c "per-CPU accounting" "$FLOOR_LOG")
 [ "$lines1" -gt "$lines0" ] || fail "the stats stopped"
-[ "$(enable_seq)" = "$seq0" ] || fail "scx_floor was ejected and reloaded (enable_seq $seq0 -> $(enable_seq))"
+assert_not_ejected "$seq0"
 kill -KILL "$h" 2>/dev/null; wait "$h" 2>/dev/null
 stop_floor || fail "scx_floor exited non-zero"
 pol=$(policy_of "$n")

@@ -29,6 +29,20 @@ scx_state() { cat $SCX/state 2>/dev/null || echo missing; }
 # the kernel asks for a restart, which "state enabled" alone would not show.
 enable_seq() { cat $SCX/enable_seq 2>/dev/null || echo none; }
 
+# assert_not_ejected SEQ0 [WHAT]: scx_floor ($FLOOR_PID) still runs, sched_ext
+# is enabled, and enable_seq is still SEQ0 (read after start_floor): never
+# ejected, nor ejected and reloaded.
+assert_not_ejected() {
+	local what=${2:+$2: }
+	kill -0 "$FLOOR_PID" 2>/dev/null || fail "${what}scx_floor is gone"
+	[ "$(scx_state)" = enabled ] || fail "${what}scx_floor was ejected (state $(scx_state))"
+	[ "$(enable_seq)" = "$1" ] || fail "${what}scx_floor was ejected and reloaded (enable_seq $1 -> $(enable_seq))"
+}
+
+# cyclictest_avg_max: "avg_us max_us" of the first thread in the cyclictest
+# -q output on stdin (nothing if there is none).
+cyclictest_avg_max() { sed -n 's/.*Avg: *\([0-9]*\).*Max: *\([0-9]*\).*/\1 \2/p' | head -1; }
+
 # wait_state STATE SECS: poll /sys/kernel/sched_ext/state until it is STATE.
 wait_state() {
 	local want=$1 secs=${2:-20} i

@@ -20,8 +20,7 @@ done
 wait $S || { cat "$LOGDIR/stress.log"; fail "stress-ng failed"; }
 [ "$ok_hb" = "$n_hb" ] || fail "hackbench failed $((n_hb - ok_hb)) of $n_hb runs"
 kill -0 $FLOOR_PID 2>/dev/null || fail "scx_floor died under load"
-[ "$(scx_state)" = enabled ] || fail "scx_floor was ejected: state $(scx_state)"
-[ "$(enable_seq)" = "$seq0" ] || fail "scx_floor was ejected and reloaded (enable_seq $seq0 -> $(enable_seq))"
+assert_not_ejected "$seq0"
 errs=$(dmesg_errors)
 [ -z "$errs" ] || { echo "$errs"; fail "dmesg reports sched_ext trouble"; }
 stop_floor || fail "scx_floor exited non-zero"

@@ -58,7 +58,7 @@ for mode in default dl; do
 	hogs
 	probe "$mode"
 	kill -KILL "$H1" "$H2"
-	[ "$(scx_state)" = enabled ] && [ "$(enable_seq)" = "$seq0" ] || fail "$mode: scx_floor was ejected"
+	assert_not_ejected "$seq0" "$mode"
 	stop_floor || fail "$mode: scx_floor exit code $?"
 	boosts=$(( $(cpu1 5) + $(cpu1 6) ))
 	p99=$(cpu1 9); omax=$(cpu1 10)

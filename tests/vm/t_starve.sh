@@ -34,8 +34,7 @@ max=$(grep -o '"len_ns":[0-9]*' "$LOGDIR/starve.probe" | cut -d: -f2 | sort -n |
 [ -n "$max" ] || fail "the probe recorded no gap over 20 ms: it never waited (were the hogs running?)"
 resc=$(jq '[.cpus[].counters.nr_starve_rescue] | add' "$j")
 max_ms=$((max / 1000000))
-cmax=$(sed -n 's/.*Max: *\([0-9]*\).*/\1/p' "$LOGDIR/starve.cyc" | head -1)
-cavg=$(sed -n 's/.*Avg: *\([0-9]*\).*/\1/p' "$LOGDIR/starve.cyc" | head -1)
+read -r cavg cmax < <(cyclictest_avg_max <"$LOGDIR/starve.cyc")
 [ -n "$cmax" ] || fail "no cyclictest result: $(cat "$LOGDIR/starve.cyc")"
 note "nice-19 probe behind 80 nice-0 hogs on 2 CPUs: longest wait $max_ms ms, $resc starvation rescues"
 note "a task waking every 10 ms among them: wake-up latency avg $cavg us, max $cmax us"

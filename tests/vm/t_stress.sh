@@ -24,8 +24,7 @@ wait "$HB" || fail "hackbench failed: $(cat "$LOGDIR/hb.out")"
 wait "$F" || fail "fork storm failed"
 kill -KILL "$h" 2>/dev/null; wait "$h" 2>/dev/null
 note "stress-ng: $(grep -c 'passed\|successful' "$LOGDIR/stress.log") summary line(s), hackbench runs $(cat "$LOGDIR/hb.out"), forks $(cat "$LOGDIR/forks.out")"
-kill -0 "$FLOOR_PID" && [ "$(scx_state)" = enabled ] || fail "scx_floor was ejected (state $(scx_state)): $(tail -3 "$FLOOR_LOG")"
-[ "$(enable_seq)" = "$seq0" ] || fail "scx_floor was ejected and reloaded (enable_seq $seq0 -> $(enable_seq))"
+assert_not_ejected "$seq0"
 e=$(dmesg_errors)
 [ -z "$e" ] || fail "kernel errors: $e"
 stop_floor || fail "scx_floor exited non-zero"

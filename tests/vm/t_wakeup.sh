@@ -19,8 +19,7 @@ lat() {
 	out=$(chrt -o 0 cyclictest -a 1 -t 1 --policy=other -i 5000 -D 5 -q 2>&1)
 	kill "$h"; wait "$h" 2>/dev/null
 	stop_floor || fail "scx_floor exited non-zero"
-	avg=$(sed -n 's/.*Avg: *\([0-9]*\).*/\1/p' <<<"$out" | head -1)
-	max=$(sed -n 's/.*Max: *\([0-9]*\).*/\1/p' <<<"$out" | head -1)
+	read -r avg max < <(cyclictest_avg_max <<<"$out")
 	[ -n "$avg" ] && [ -n "$max" ] || { echo "cyclictest said: $out" >&2; return 1; }
 	echo "$avg $max $(jq '[.cpus[].counters.nr_wakeup_preempt] | add' "$j")"
 }
