@@ -73,12 +73,14 @@ u64 nr_online;
 /*
  * The normal run in progress on each CPU, read by other CPUs' wake-ups for
  * the preemption rule: its start (0: none), the task's vtime at the start
- * and its weight. A plain array, not a map: ops.enqueue reads it.
+ * and its weight, and whether it started out of vtime order (see
+ * floor_running). A plain array, not a map: ops.enqueue reads it.
  */
 struct cur_run {
 	u64 since_ns;
 	u64 vtime;
 	u64 weight;
+	u64 out_of_order;
 };
 struct cur_run cur_runs[FLOOR_MAX_CPUS];
 
@@ -216,8 +218,8 @@ static __always_inline void wakeup_preempt_check(s32 cpu, u64 vtime, u64 slice,
 	if (!r || !st)
 		return;
 	since = r->since_ns;
-	if (!since)
-		return;	/* idle, or not ours: nothing to preempt */
+	if (!since || r->out_of_order)
+		return;	/* idle, not ours, or a run not to cut short */
 	now = bpf_ktime_get_ns();
 	w = r->weight ? r->weight : 100;
 	cur = r->vtime + (now > since ? now - since : 0) * 100 / w;
@@ -420,14 +422,6 @@ static u64 jiffy_t0_ns, jiffy_j0, jiffy_ns;
 /* Per CPU: the last starvation scan, ns. */
 static u64 starve_scan_ns[FLOOR_MAX_CPUS];
 /*
- * Per CPU: the tasks the guard moved to its local DSQ and that have not
- * started yet. They run out of vtime order, far ahead of the others: their
- * runs must not drag vtime_now forward (every waking task would then queue
- * behind all the others).
- */
-static u32 rescued_pids[FLOOR_MAX_CPUS][FLOOR_STARVE_MAX_RESCUE];
-
-/*
  * Ages beyond this many jiffies are starving; 0 while the clock is not
  * known. All CPUs may start the measurement at once (plain stores, no
  * lock): a result outside 1..10 ms per jiffy (HZ 1000..100) is such a race
@@ -452,20 +446,29 @@ static __always_inline u64 starve_jiffies(u64 now)
 	return 0;
 }
 
-/* Whether pid was rescued on cpu and is starting now (forgets it). */
-static __always_inline bool rescued_take(s32 cpu, u32 pid)
+/*
+ * vtime_now, where new and waking tasks are placed, follows the runs that
+ * start but never passes the head of the queues this CPU dispatches from
+ * (its own DSQ and the shared one), as the kernel's fair class keeps
+ * min_vruntime at or below the leftmost queued entity. Runs out of vtime
+ * order (a task the starvation guard rescued, a per-CPU kthread put straight
+ * into the local DSQ) would otherwise drag it far ahead, and every waking
+ * task would queue behind all the tasks already waiting: measured in
+ * t_starve, a rescued nice-19 task's run moved it 4-6 s ahead.
+ */
+static __always_inline u64 vtime_now_advance(s32 cpu, u64 vtime)
 {
-	u32 i;
+	struct task_struct *q;
 
-	if (cpu < 0 || cpu >= FLOOR_MAX_CPUS || !pid)
-		return false;
-	for (i = 0; i < FLOOR_STARVE_MAX_RESCUE; i++) {
-		if (rescued_pids[cpu][i] == pid) {
-			rescued_pids[cpu][i] = 0;
-			return true;
-		}
-	}
-	return false;
+	q = __COMPAT_scx_bpf_dsq_peek(FLOOR_SHARED_DSQ);
+	if (q && vtime_before(q->scx.dsq_vtime, vtime))
+		vtime = q->scx.dsq_vtime;
+	q = __COMPAT_scx_bpf_dsq_peek(cpu);
+	if (q && vtime_before(q->scx.dsq_vtime, vtime))
+		vtime = q->scx.dsq_vtime;
+	if (vtime_before(vtime_now, vtime))
+		vtime_now = vtime;
+	return vtime;
 }
 
 /*
@@ -480,21 +483,15 @@ static __always_inline u32 starve_rescue(u64 dsq, s32 cpu, u64 limit, u32 done)
 {
 	struct task_struct *p;
 	u64 j = bpf_jiffies64();
-	u32 pid;
 
-	if (cpu < 0 || cpu >= FLOOR_MAX_CPUS)
-		return done;
 	bpf_for_each(scx_dsq, p, dsq, SCX_DSQ_ITER_REV) {
 		if (done >= FLOOR_STARVE_MAX_RESCUE)
 			break;
 		if ((s64)(j - p->scx.runnable_at) < (s64)limit ||
 		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 			continue;
-		pid = p->pid;
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
-			rescued_pids[cpu][done & (FLOOR_STARVE_MAX_RESCUE - 1)] = pid;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
 			done++;
-		}
 	}
 	return done;
 }
@@ -574,10 +571,9 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 	struct slice_ctx *sc = slice_ctx(cpu);
 	struct floor_cpu_stat *st = cpu_stat(cpu);
 	struct cur_run *r = cur_run(cpu);
-	u64 lead, slice = cpu_slice(cpu);
+	u64 lead, slice = cpu_slice(cpu), head;
 
-	if (!rescued_take(cpu, p->pid) && vtime_before(vtime_now, p->scx.dsq_vtime))
-		vtime_now = p->scx.dsq_vtime;
+	head = vtime_now_advance(cpu, p->scx.dsq_vtime);
 	waiter_del(p);
 	/* The CPU's slice may have shrunk since the task was queued. */
 	if (p->scx.slice > slice)
@@ -599,6 +595,15 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 	if (r) {
 		r->vtime = p->scx.dsq_vtime;
 		r->weight = p->scx.weight;
+		/*
+		 * More than a slice ahead of the queues' head: a task the
+		 * starvation guard rescued (or a per-CPU kthread put straight
+		 * into the local DSQ). Any waking sleeper would preempt it at
+		 * once and a rescued task then waits another second: measured
+		 * in t_starve, rescued runs cut after 0.5 ms, before the task
+		 * was back in user space, made the nice-19 probe's waits 2-3 s.
+		 */
+		r->out_of_order = vtime_before(head + slice, p->scx.dsq_vtime);
 		r->since_ns = sc->started_ns;
 	}
 	sc->exec_start_ns = p->se.sum_exec_runtime;

@@ -56,11 +56,20 @@ pub fn replay_all(state_dir: &Path) -> (usize, usize) {
     (tasks, knobs)
 }
 
-/// Forks the guardian. The returned fd is the pipe's write end: keep it open
-/// for as long as anything may need restoring. `lock_fd` (the state
-/// directory's lock) is closed in the guardian so that only scx_floor holds
-/// the lock. Call while single-threaded.
-pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<OwnedFd> {
+/// The running guardian, as its parent holds it.
+pub struct Guardian {
+    /// its pid (one thread: also its tid)
+    pub pid: u32,
+    /// the pipe's write end: the guardian replays the journals when it closes
+    _pipe: OwnedFd,
+}
+
+/// Forks the guardian. Keep the returned [`Guardian`] for as long as anything
+/// may need restoring: dropping it closes the pipe, which tells the guardian
+/// to replay the journals and exit. `lock_fd` (the state directory's lock) is
+/// closed in the guardian so that only scx_floor holds the lock. Call while
+/// single-threaded. Errors: `pipe2` or `fork` failing.
+pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
     let mut fds = [0i32; 2];
     // SAFETY: pipe2 fills two fds.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -140,7 +149,10 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<OwnedFd> {
     }
     // SAFETY: rd is ours; wr is returned as owned.
     unsafe { libc::close(rd) };
-    Ok(unsafe { OwnedFd::from_raw_fd(wr) })
+    Ok(Guardian {
+        pid: pid as u32,
+        _pipe: unsafe { OwnedFd::from_raw_fd(wr) },
+    })
 }
 
 #[cfg(test)]

@@ -270,7 +270,7 @@ fn run(opts: Opts) -> Result<()> {
         );
     }
     // Forked while single-threaded; restores everything if we die.
-    let _guard = guard::spawn(state_dir, std::os::fd::AsRawFd::as_raw_fd(&_lock))?;
+    let guardian = guard::spawn(state_dir, std::os::fd::AsRawFd::as_raw_fd(&_lock))?;
 
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
@@ -304,6 +304,7 @@ fn run(opts: Opts) -> Result<()> {
         stats_json: opts.stats_json.clone(),
         slice,
         state_dir: state_dir.to_path_buf(),
+        agent_pids: vec![guardian.pid],
     };
     loop {
         let mut open_object = MaybeUninit::uninit();

@@ -90,6 +90,13 @@ pub struct PolicyConfig {
     pub slice: SliceMode,
     /// journals
     pub state_dir: PathBuf,
+    /// scx_floor's own RT processes besides the server threads (the
+    /// guardian, FIFO 99, polling every 50 ms): their runs are not a higher
+    /// class taking the CPU. Measured in t_starve: counted as one, each of
+    /// the guardian's polls moved the task it preempted off its CPU, a run
+    /// the starvation guard had just granted among them (the task then
+    /// waited another second).
+    pub agent_pids: Vec<u32>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -641,6 +648,9 @@ pub fn run(
     shutdown: &AtomicBool,
 ) -> Result<UserExitInfo> {
     let view = sched.view()?;
+    for &pid in &cfg.agent_pids {
+        view.register_agent(pid)?;
+    }
     let knobs = Knobs::open(&knobs_dir(&cfg.state_dir))?;
     let result = run_servers(&view, &cfg, &knobs, shutdown);
     // Every exit path: knobs back, journal replayed (threads restored their own).

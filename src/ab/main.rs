@@ -477,6 +477,12 @@ fn main() {
                 threshold_us,
                 cap,
             } => {
+                // A probe that page-faults measures the file system, not the
+                // scheduler: measured in t_starve, the probe's pages came back
+                // over the guest's 9p root (TASK_KILLABLE) in rescued runs.
+                if let Err(e) = sys::lock_memory() {
+                    eprintln!("probe: mlockall: {e} (gaps may include page faults)");
+                }
                 let t = probe::probe(secs, threshold_us * 1000, cap);
                 if serde_json::to_writer(std::io::stdout().lock(), &t).is_err() {
                     std::process::exit(1);

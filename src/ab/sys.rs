@@ -62,13 +62,26 @@ fn set_affinity_raw(pid: i32, cpus: &[usize]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Lock the calling process's memory, present and future
+/// (`mlockall(MCL_CURRENT | MCL_FUTURE)`), so that it never waits for a page
+/// fault. Errors: the `mlockall` error (EPERM without CAP_IPC_LOCK, ENOMEM
+/// beyond RLIMIT_MEMLOCK).
+pub fn lock_memory() -> std::io::Result<()> {
+    // SAFETY: plain system call.
+    if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Make the calling process the controller: pinned to `cpu`, SCHED_FIFO 99,
 /// memory locked, so that it keeps running above every hog it starts.
 pub fn become_controller(cpu: usize) -> Result<()> {
     set_affinity_raw(0, &[cpu]).with_context(|| format!("pinning the controller to CPU {cpu}"))?;
     set_policy_raw(0, Policy::Fifo(99)).context("making the controller SCHED_FIFO 99")?;
-    // SAFETY: plain system call.
-    unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if let Err(e) = lock_memory() {
+        log::warn!("mlockall: {e}: the controller may page-fault");
+    }
     Ok(())
 }
 

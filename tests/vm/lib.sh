@@ -205,7 +205,7 @@ as_controller() { chrt -f -p 90 $$ >/dev/null; taskset -p -c 0 $$ >/dev/null; }
 emu_timer_latency() {
 	local cpu=$1 secs=$2 h out
 	h=$(hog "$cpu")
-	out=$(cyclictest -p 90 -a "$cpu" -t 1 -i 250 -D "$secs" -q -h 20000 2>&1)
+	out=$(cyclictest -m -p 90 -a "$cpu" -t 1 -i 250 -D "$secs" -q -h 20000 2>&1)
 	kill "$h"; wait "$h" 2>/dev/null
 	awk '/^[0-9]/ && $2 > 0 { print $1 + 0, $2 }' <<<"$out" >"$LOGDIR/emu_hist.txt"
 	awk '/^[0-9]/ { n += $2; c[$1 + 0] = $2 }

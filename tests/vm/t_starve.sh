@@ -5,9 +5,10 @@
 # watchdog and the kernel ejects scx_floor. A nice-19 clock probe shares the
 # 2 CPUs with 80 nice-0 hogs for 18 s (pure vtime: ~300 ms of vtime per 3 ms
 # slice, vtime advancing 2/80 ms per ms: a wait of ~12 s): scx_floor stays
-# loaded, the probe's longest gap stays under 2.5 s (1 s guard + 100 ms scan
-# + a slice + emulator), the guard's rescues are counted, and a task that
-# sleeps and wakes among the hogs keeps a max wake-up latency <= 150 ms.
+# loaded, the probe's longest gap stays under 1.9 s (1 s guard + 100 ms scan
+# + a slice + emulator; a rescued run lost to a preemption makes it a second
+# wait, >= 2 s), the guard's rescues are counted, and a task that sleeps and
+# wakes among the hogs keeps a max wake-up latency <= 150 ms.
 source "$(dirname "$0")/lib.sh"
 as_controller
 AB=${AB:-$ROOT/target/release/scx_floor-ab}
@@ -24,7 +25,7 @@ taskset -c 0,1 chrt -o 0 sh -c 'for i in $(seq 80); do while :; do :; done & don
 # must not move vtime_now (where waking tasks are placed) far ahead, or every
 # wake-up would wait behind all 80 hogs until the guard rescues it (~1 s).
 # no -p: with a priority (even 0) cyclictest runs its thread at SCHED_FIFO
-taskset -c 0,1 chrt -o 0 cyclictest -t 1 --policy=other -i 10000 -D 15 -q >"$LOGDIR/starve.cyc" 2>&1 & C=$!
+taskset -c 0,1 chrt -o 0 cyclictest -m -t 1 --policy=other -i 10000 -D 15 -q >"$LOGDIR/starve.cyc" 2>&1 & C=$!
 wait "$C" || fail "cyclictest failed: $(tail -2 "$LOGDIR/starve.cyc")"
 wait "$P" || fail "the probe failed"
 kill -KILL $(pgrep -P "$G") "$G" 2>/dev/null; wait "$G" 2>/dev/null
@@ -39,5 +40,5 @@ read -r cavg cmax < <(cyclictest_avg_max <"$LOGDIR/starve.cyc")
 note "nice-19 probe behind 80 nice-0 hogs on 2 CPUs: longest wait $max_ms ms, $resc starvation rescues"
 note "a task waking every 10 ms among them: wake-up latency avg $cavg us, max $cmax us"
 [ "$cmax" -le 150000 ] || fail "a waking task waited $cmax us: vtime_now was dragged ahead?"
-[ "$max_ms" -le 2500 ] || fail "the nice-19 task waited $max_ms ms"
+[ "$max_ms" -le 1900 ] || fail "the nice-19 task waited $max_ms ms: a rescued run cut short?"
 [ "$resc" -gt 0 ] || fail "no starvation rescue counted"

@@ -16,7 +16,7 @@ lat() {
 	h=$(hog 1)
 	sleep 0.5
 	# no -p: with a priority (even 0) cyclictest runs its thread at SCHED_FIFO
-	out=$(chrt -o 0 cyclictest -a 1 -t 1 --policy=other -i 5000 -D 5 -q 2>&1)
+	out=$(chrt -o 0 cyclictest -m -a 1 -t 1 --policy=other -i 5000 -D 5 -q 2>&1)
 	kill "$h"; wait "$h" 2>/dev/null
 	stop_floor || fail "scx_floor exited non-zero"
 	read -r avg max < <(cyclictest_avg_max <<<"$out")
