@@ -306,6 +306,9 @@ fn run(opts: Opts) -> Result<()> {
         state_dir: state_dir.to_path_buf(),
         agent_pids: vec![guardian.pid],
     };
+    if pcfg.server.is_some() {
+        policy::lock_memory();
+    }
     loop {
         let mut open_object = MaybeUninit::uninit();
         let mut sched = sched::Scheduler::init(&cfg, &mut open_object)?;

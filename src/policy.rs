@@ -318,8 +318,16 @@ impl<'v> CpuAgent<'v> {
                    self.server.period_end_ns() as f64 / 1e6, self.server.delivered_ns(&s) as f64 / 1e6, self.server.stats.last_period_delivered_ns as f64 / 1e6,
                    self.server.stats.last_period_boosted_ns as f64 / 1e6, self.server.debt_ns() as f64 / 1e6, s.starved_since_ns as f64 / 1e6);
         }
+        // A starvation that began after the sample and before the kick was
+        // armed kicked nobody (BPF kicks only when it opens one): look again
+        // at once. Seen in t_floor: the hog's exec opened and closed one
+        // starvation, the kick woke the idle server while none was open, and
+        // the next one, opened within that step, was found only by the idle
+        // recheck a second later: the first service then came after 1.3-1.6 s.
+        let mut again = false;
         if self.server.wants_starve_kick(&s) {
             view.arm_starve_kick(cpu);
+            again = view.sample(cpu).0.starved_since_ns != s.starved_since_ns;
         }
         for a in st.actions {
             match a {
@@ -349,7 +357,11 @@ impl<'v> CpuAgent<'v> {
                 }
             }
         }
-        st.next_ns
+        if again {
+            s.now_ns
+        } else {
+            st.next_ns
+        }
     }
 
     /// Whether any task boosted here can still run (memory reads only).
@@ -640,6 +652,23 @@ fn report(
     *last = Some(now);
 }
 
+/// Locks all of scx_floor's memory, present and future
+/// (`mlockall(MCL_CURRENT | MCL_FUTURE)`): the server threads must never wait
+/// for a page fault while an RT task holds their CPU. Called before the BPF
+/// scheduler is attached: in a fresh boot, faulting the binary in over the
+/// VM's 9p root took over a second, and a hog started as soon as sched_ext
+/// reported "enabled" starved its CPU for 1.2-2.4 s before the server thread
+/// ran. A failure is a warning (the servers still run, with that risk).
+pub fn lock_memory() {
+    // SAFETY: plain syscall.
+    if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
+        warn!(
+            "mlockall: {} (the server threads may page-fault)",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// Runs the servers until `shutdown` is set or the kernel ejects the
 /// scheduler; restores everything; returns the kernel's exit report.
 pub fn run(
@@ -661,8 +690,6 @@ pub fn run(
     if t > 0 {
         warn!("restored {t} task(s) from the journal");
     }
-    // SAFETY: plain syscall.
-    unsafe { libc::munlockall() };
     result?;
     if shutdown.load(Ordering::Relaxed) {
         info!("signal received: unloading");
@@ -745,13 +772,6 @@ fn run_servers(
             cfg.cpus,
             cfg.boost_mode
         );
-        // SAFETY: plain syscall.
-        if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
-            warn!(
-                "mlockall: {} (the server threads may page-fault)",
-                std::io::Error::last_os_error()
-            );
-        }
     }
     let stop = AtomicBool::new(false);
     let stop_fd = StopFd::new()?;

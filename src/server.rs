@@ -275,6 +275,8 @@ pub struct CpuServer {
     debt_ns: u64,
     /// overruns of the boosts ended in this period, ns (debt at its edge)
     period_overrun_ns: u64,
+    /// whether this server boosted a task in the current period
+    boosted_in_period: bool,
     /// the period in which each task was last boosted: the least recently
     /// served go first when more starve than can be boosted at once
     served_in: std::collections::HashMap<u32, u64>,
@@ -304,6 +306,7 @@ impl CpuServer {
             started: true,
             debt_ns: 0,
             period_overrun_ns: 0,
+            boosted_in_period: false,
             served_in: std::collections::HashMap::new(),
             stats: ServerStats::default(),
         }
@@ -408,6 +411,7 @@ impl CpuServer {
             self.period_start_ns = s.starved_since_ns.min(now);
             self.delivered_base_ns = s.delivered();
             self.boosted_base_ns = s.boosted();
+            self.boosted_in_period = false;
             self.exhausted.clear();
         }
 
@@ -415,8 +419,12 @@ impl CpuServer {
         // (normal tasks had their budget on their own before the hog came):
         // the period restarts at the starvation, so that the first service
         // comes within one period of it. Boosts per period stay <= runtime.
+        // (Whether this server boosted in the period, not whether the CPU's
+        // boosted run time moved: a task another CPU's server boosted may
+        // run here, and that blocked the restart in t_floor, where the first
+        // service then came after 1.4-1.6 s.)
         if self.active.is_empty()
-            && s.boosted() == self.boosted_base_ns
+            && !self.boosted_in_period
             && s.starved_since_ns > self.period_start_ns
             && s.starved_since_ns <= now
             && now < self.period_end_ns()
@@ -425,6 +433,7 @@ impl CpuServer {
             self.period_start_ns = s.starved_since_ns;
             self.delivered_base_ns = s.delivered();
             self.boosted_base_ns = s.boosted();
+            self.boosted_in_period = false;
             self.exhausted.clear();
         }
 
@@ -460,6 +469,7 @@ impl CpuServer {
             self.period_start_ns += n * self.cfg.period_ns;
             self.delivered_base_ns = s.delivered();
             self.boosted_base_ns = s.boosted();
+            self.boosted_in_period = false;
             self.exhausted.clear();
             if out.actions.is_empty()
                 && s.starved_since_ns == 0
@@ -559,6 +569,7 @@ impl CpuServer {
                 keep.push((a, 0));
                 self.served_in.insert(w.pid, self.stats.periods);
                 self.stats.boosts += 1;
+                self.boosted_in_period = true;
                 out.actions.push(Action::Boost {
                     pid: w.pid,
                     budget_ns: 0,
@@ -726,6 +737,27 @@ mod tests {
         let st = s.step(&smp, |p| t.get(p), || panic!("not yet"));
         assert_eq!(s.period_end_ns(), 1400 * MS);
         assert_eq!(st.next_ns, 1400 * MS - 52 * MS);
+        // the same when a task another CPU's server boosted ran here (the
+        // CPU's boosted run time moved, this server boosted nothing)
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        let smp = Sample {
+            starved_since_ns: 400 * MS,
+            ..at(410, 300, 1)
+        };
+        s.step(&smp, |p| t.get(p), || panic!("not yet"));
+        assert_eq!(s.period_end_ns(), 1400 * MS);
+        // after a boost of its own in the period, no restart
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        t.run(7, 50 * MS);
+        let st = s.step(&at(998, 50, 50), |p| t.get(p), Vec::new);
+        assert_eq!(restores(&st), vec![(7, RestoreWhy::Exhausted)]);
+        let smp = Sample {
+            starved_since_ns: 999 * MS,
+            ..at(999, 50, 50)
+        };
+        s.step(&smp, |p| t.get(p), || panic!("nothing owed"));
+        assert_eq!(s.period_end_ns(), 1000 * MS);
         // with something owed, no restart: the period stays
         let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
         let smp = Sample {
