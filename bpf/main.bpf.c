@@ -128,12 +128,13 @@ struct {
 } boosted_pids SEC(".maps");
 
 /*
- * The policy loop's own server threads (tid -> 1), written by user space:
- * RT tasks, but not the hog a boost must beat.
+ * scx_floor's own RT threads (tid -> 1), written by user space: the server
+ * threads (one per served CPU) and the guardian. RT tasks, but not the hog a
+ * boost must beat.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FLOOR_MAX_CPUS);
+	__uint(max_entries, FLOOR_MAX_CPUS + 1);
 	__type(key, u32);
 	__type(value, u32);
 } agent_tids SEC(".maps");
@@ -460,8 +461,14 @@ static __always_inline u64 vtime_now_advance(s32 cpu, u64 vtime)
 {
 	struct task_struct *q;
 
+	/*
+	 * Not a shared head this CPU may not run: a task whose allowed CPUs are
+	 * all held by RT stays at the head, served only by boosts (RT runs,
+	 * never charged), and would freeze vtime_now on every CPU.
+	 */
 	q = __COMPAT_scx_bpf_dsq_peek(FLOOR_SHARED_DSQ);
-	if (q && vtime_before(q->scx.dsq_vtime, vtime))
+	if (q && bpf_cpumask_test_cpu(cpu, q->cpus_ptr) &&
+	    vtime_before(q->scx.dsq_vtime, vtime))
 		vtime = q->scx.dsq_vtime;
 	q = __COMPAT_scx_bpf_dsq_peek(cpu);
 	if (q && vtime_before(q->scx.dsq_vtime, vtime))

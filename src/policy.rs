@@ -188,6 +188,8 @@ struct CpuAgent<'v> {
     free_slots: Vec<usize>,
     /// CPUs online, re-read after each CPU hotplug event
     online: Vec<usize>,
+    /// the last step asked for a second look at once (see `step`)
+    looked_again: bool,
 }
 
 impl<'v> CpuAgent<'v> {
@@ -324,11 +326,17 @@ impl<'v> CpuAgent<'v> {
         // starvation, the kick woke the idle server while none was open, and
         // the next one, opened within that step, was found only by the idle
         // recheck a second later: the first service then came after 1.3-1.6 s.
+        // At most one such look per wake-up, and only for a starvation open
+        // now: an RT task that sleeps and wakes every millisecond would
+        // otherwise keep a thread placed off the served CPU (kernel-cut
+        // mode) stepping back to back.
         let mut again = false;
         if self.server.wants_starve_kick(&s) {
             view.arm_starve_kick(cpu);
-            again = view.sample(cpu).0.starved_since_ns != s.starved_since_ns;
+            let since = view.sample(cpu).0.starved_since_ns;
+            again = !self.looked_again && since != 0 && since != s.starved_since_ns;
         }
+        self.looked_again = again;
         for a in st.actions {
             match a {
                 Action::Boost {
@@ -532,6 +540,7 @@ fn serve_cpu(
             .map(|i| cpu * MAX_BOOSTED + i)
             .collect(),
         online,
+        looked_again: false,
     };
     // Warm up the paths a step takes (the BPF map lookup, /proc, the journal
     // pages, sched_*attr): their first call costs milliseconds in a VM (cold

@@ -275,8 +275,9 @@ pub struct CpuServer {
     debt_ns: u64,
     /// overruns of the boosts ended in this period, ns (debt at its edge)
     period_overrun_ns: u64,
-    /// whether this server boosted a task in the current period
-    boosted_in_period: bool,
+    /// boosts this server made in the current period (failed ones taken
+    /// back by [`CpuServer::drop_boost`])
+    boosts_in_period: u32,
     /// the period in which each task was last boosted: the least recently
     /// served go first when more starve than can be boosted at once
     served_in: std::collections::HashMap<u32, u64>,
@@ -306,7 +307,7 @@ impl CpuServer {
             started: true,
             debt_ns: 0,
             period_overrun_ns: 0,
-            boosted_in_period: false,
+            boosts_in_period: 0,
             served_in: std::collections::HashMap::new(),
             stats: ServerStats::default(),
         }
@@ -411,7 +412,7 @@ impl CpuServer {
             self.period_start_ns = s.starved_since_ns.min(now);
             self.delivered_base_ns = s.delivered();
             self.boosted_base_ns = s.boosted();
-            self.boosted_in_period = false;
+            self.boosts_in_period = 0;
             self.exhausted.clear();
         }
 
@@ -424,7 +425,7 @@ impl CpuServer {
         // run here, and that blocked the restart in t_floor, where the first
         // service then came after 1.4-1.6 s.)
         if self.active.is_empty()
-            && !self.boosted_in_period
+            && self.boosts_in_period == 0
             && s.starved_since_ns > self.period_start_ns
             && s.starved_since_ns <= now
             && now < self.period_end_ns()
@@ -433,7 +434,7 @@ impl CpuServer {
             self.period_start_ns = s.starved_since_ns;
             self.delivered_base_ns = s.delivered();
             self.boosted_base_ns = s.boosted();
-            self.boosted_in_period = false;
+            self.boosts_in_period = 0;
             self.exhausted.clear();
         }
 
@@ -469,7 +470,7 @@ impl CpuServer {
             self.period_start_ns += n * self.cfg.period_ns;
             self.delivered_base_ns = s.delivered();
             self.boosted_base_ns = s.boosted();
-            self.boosted_in_period = false;
+            self.boosts_in_period = 0;
             self.exhausted.clear();
             if out.actions.is_empty()
                 && s.starved_since_ns == 0
@@ -569,7 +570,7 @@ impl CpuServer {
                 keep.push((a, 0));
                 self.served_in.insert(w.pid, self.stats.periods);
                 self.stats.boosts += 1;
-                self.boosted_in_period = true;
+                self.boosts_in_period += 1;
                 out.actions.push(Action::Boost {
                     pid: w.pid,
                     budget_ns: 0,
@@ -618,7 +619,11 @@ impl CpuServer {
     /// Forgets the boost of `pid` without restoring (the caller found it
     /// could not be boosted).
     pub fn drop_boost(&mut self, pid: u32) {
+        let n = self.active.len();
         self.active.retain(|a| a.pid != pid);
+        if self.active.len() < n {
+            self.boosts_in_period = self.boosts_in_period.saturating_sub(1);
+        }
     }
 
     /// Forgets every boost (the caller restored them).
@@ -758,6 +763,16 @@ mod tests {
         };
         s.step(&smp, |p| t.get(p), || panic!("nothing owed"));
         assert_eq!(s.period_end_ns(), 1000 * MS);
+        // a boost that failed (dropped) does not count as one
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(8, 100)]);
+        s.drop_boost(8);
+        let smp = Sample {
+            starved_since_ns: 980 * MS,
+            ..at(990, 50, 0)
+        };
+        s.step(&smp, |p| t.get(p), || panic!("nothing owed"));
+        assert_eq!(s.period_end_ns(), 1980 * MS);
         // with something owed, no restart: the period stays
         let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
         let smp = Sample {
