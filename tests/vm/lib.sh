@@ -17,6 +17,8 @@ fail() {
 		grep -v '^ *[0-9]\+ \|^cpu \|^server:\|per-CPU accounting' "$FLOOR_LOG" | tail -6 | sed 's/^/    /' >&2
 	fi
 	dmesg | grep -E 'sched_ext|BUG:|WARNING:' | tail -4 | sed 's/^/    dmesg: /' >&2
+	# an RCU stall report names the CPUs or tasks that held the grace period
+	dmesg | grep -iE -A8 'rcu.*(stall|starved|detected)' | tail -24 | sed 's/^/    dmesg: /' >&2
 	exit 1
 }
 note() { echo "  $*"; }
