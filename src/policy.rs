@@ -38,6 +38,7 @@ use log::{debug, info, warn};
 use scx_utils::UserExitInfo;
 
 use crate::boost::{self, Entry, Journal, SchedAttr};
+use crate::executor::{End, Executor};
 use crate::knobs::{self, Knobs};
 use crate::sched::{monotonic_ns, online_cpus, BpfView, Scheduler};
 use crate::server::{Action, CpuServer, ServerConfig, TaskNow, Waiter, MAX_BOOSTED};
@@ -112,6 +113,9 @@ struct BoostCounts {
     dl_refused: bool,
 }
 
+/// How long a boost posted to the executor may wait to be taken, ns.
+const EXEC_TAKE_TIMEOUT_NS: u64 = 100_000_000;
+
 /// Longest sleep of a server thread, ns. It is woken earlier by the BPF side
 /// (starvation begins, a boosted task blocks) and by the stop eventfd.
 const MAX_SLEEP_NS: u64 = 1_000_000_000;
@@ -174,6 +178,22 @@ fn waiters_of(
     v.into_iter().map(|(_, w)| w).collect()
 }
 
+/// Restores `tid` (journal entry `e`) from this thread if it still runs at a
+/// boost policy: a
+/// tid reused after the boosted task exited runs its own policy and is left
+/// alone. (One system call, where comparing start times in /proc takes
+/// three.)
+fn restore_here(tid: u32, e: &Entry) -> std::io::Result<()> {
+    if matches!(
+        boost::get_attr(tid).map(|a| a.sched_policy),
+        Ok(boost::SCHED_FIFO) | Ok(boost::SCHED_DEADLINE)
+    ) {
+        boost::set_attr(tid, &boost::restore_attr_of(&e.saved))
+    } else {
+        Ok(())
+    }
+}
+
 /// The server of one CPU and what it changed; lives in that CPU's thread.
 struct CpuAgent<'v> {
     cpu: usize,
@@ -190,6 +210,14 @@ struct CpuAgent<'v> {
     online: Vec<usize>,
     /// the last step asked for a second look at once (see `step`)
     looked_again: bool,
+    /// makes the SCHED_FIFO boosts on the served CPU itself (None: in
+    /// kernel-cut and DEADLINE-only modes, where the kernel ends boosts)
+    exec: Option<&'v Executor>,
+    /// boosts posted to the executor whose system call has not been seen
+    /// yet: (tid, posted at ns)
+    posted: Vec<(u32, u64)>,
+    /// boosts the executor was asked to end: (tid, journal entry, slot)
+    ending: Vec<(u32, Entry, usize)>,
 }
 
 impl<'v> CpuAgent<'v> {
@@ -234,7 +262,22 @@ impl<'v> CpuAgent<'v> {
         if res.is_err() && self.mode != BoostMode::Deadline {
             // SCHED_DEADLINE refused (EPERM: pinned while sched_rt_runtime_us
             // >= 0; EBUSY: admission control): one above the CPU's RT hog.
-            res = boost::set_attr(tid, &boost::fifo_attr(self.hi_prio));
+            let attr = boost::fifo_attr(self.hi_prio);
+            res = match self.exec {
+                // Counted as made; a failure is settled at the next step.
+                Some(ex) => {
+                    ex.post(
+                        tid,
+                        slot,
+                        &attr,
+                        &boost::restore_attr_of(&entry.saved),
+                        budget_ns,
+                    );
+                    self.posted.push((tid, monotonic_ns()));
+                    Ok(())
+                }
+                None => boost::set_attr(tid, &attr),
+            };
         }
         if let Err(e) = res {
             self.view.boosted_del(tid);
@@ -253,32 +296,74 @@ impl<'v> CpuAgent<'v> {
 
     fn restore(&mut self, tid: u32) {
         if let Some((e, slot)) = self.boosted.remove(&tid) {
-            // Still at a boost policy? A tid reused after the boosted task
-            // exited runs its own policy and is left alone. (One system call,
-            // where comparing start times in /proc takes three.)
-            let same = matches!(
-                boost::get_attr(tid).map(|a| a.sched_policy),
-                Ok(boost::SCHED_FIFO) | Ok(boost::SCHED_DEADLINE)
-            );
-            let res = if same {
-                boost::set_attr(tid, &boost::restore_attr_of(&e.saved))
-            } else {
-                Ok(())
-            };
-            match res {
-                Ok(()) => {}
-                Err(err) if err.raw_os_error() == Some(libc::ESRCH) => {}
-                Err(err) => {
-                    // Keep the journal record: the exit path (or the
-                    // guardian) replays it. The slot stays taken.
-                    warn!("restoring task {tid}: {err} (kept in the journal)");
-                    self.view.boosted_del(tid);
+            self.posted.retain(|(t, _)| *t != tid);
+            // A boost of the executor is ended there (at once if it is not
+            // over yet); the rest is done when its result is in.
+            let res = match self.exec.map_or(End::Unknown, |ex| ex.end(tid)) {
+                End::Done(r) => r,
+                End::Pending => {
+                    self.ending.push((tid, e, slot));
                     return;
                 }
+                End::Unknown => restore_here(tid, &e),
+            };
+            self.restored(tid, slot, res);
+        }
+    }
+
+    /// The bookkeeping after the restore of `tid` (boost slot `slot`).
+    fn restored(&mut self, tid: u32, slot: usize, res: std::io::Result<()>) {
+        match res {
+            Ok(()) => {}
+            Err(err) if err.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(err) => {
+                // Keep the journal record: the exit path (or the guardian)
+                // replays it. The slot stays taken.
+                warn!("restoring task {tid}: {err} (kept in the journal)");
+                self.view.boosted_del(tid);
+                return;
             }
-            self.journal.forget(slot);
-            self.view.boosted_del(tid);
-            self.free_slots.push(slot);
+        }
+        self.journal.forget(slot);
+        self.view.boosted_del(tid);
+        self.free_slots.push(slot);
+    }
+
+    /// Takes in the executor's results: boosts it failed to make (or did
+    /// not take within 100 ms: a SCHED_FIFO 99 or DEADLINE task holds the
+    /// CPU) are undone here, restores it made are booked.
+    fn settle(&mut self) {
+        let Some(ex) = self.exec else { return };
+        let now = monotonic_ns();
+        for (tid, at) in std::mem::take(&mut self.posted) {
+            let res = match ex.take_started(tid) {
+                Some(r) => r,
+                None if now.saturating_sub(at) > EXEC_TAKE_TIMEOUT_NS && ex.withdraw(tid) => {
+                    Err(std::io::Error::from_raw_os_error(libc::ETIMEDOUT))
+                }
+                None => {
+                    self.posted.push((tid, at));
+                    continue;
+                }
+            };
+            if let Err(e) = res {
+                debug!("cpu {}: boost of {tid} failed: {e}", self.cpu);
+                if let Some((_, slot)) = self.boosted.remove(&tid) {
+                    self.view.boosted_del(tid);
+                    self.journal.forget(slot);
+                    self.free_slots.push(slot);
+                }
+                self.view.forget_waiter(tid);
+                self.counts.fifo = self.counts.fifo.saturating_sub(1);
+                self.counts.failed += 1;
+                self.server.drop_boost(tid);
+            }
+        }
+        for (tid, e, slot) in std::mem::take(&mut self.ending) {
+            match ex.take_ended(tid) {
+                Some(r) => self.restored(tid, slot, r),
+                None => self.ending.push((tid, e, slot)),
+            }
         }
     }
 
@@ -287,23 +372,35 @@ impl<'v> CpuAgent<'v> {
         for tid in tids {
             self.restore(tid);
         }
+        if let Some(ex) = self.exec {
+            ex.stop(true);
+            self.settle();
+        }
+        // An executor that could not run in 2 s: restore from here.
+        for (tid, e, slot) in std::mem::take(&mut self.ending) {
+            let r = restore_here(tid, &e);
+            self.restored(tid, slot, r);
+        }
         self.server.drop_all();
     }
 
     /// Steps the server once; returns when to step again (ns).
     fn step(&mut self) -> u64 {
+        self.settle();
         let (s, _, hi) = self.view.sample(self.cpu);
         if hi.policy == boost::SCHED_FIFO || hi.policy == boost::SCHED_RR {
             self.hi_prio = hi.prio;
         }
         let (cpu, view) = (self.cpu, self.view);
-        let boosted = &self.boosted;
+        let (boosted, exec) = (&self.boosted, self.exec);
+        // A boost the executor ended at its limit counts as one that blocked:
+        // what is still owed goes to a new boost.
         let task = |pid: u32| {
             let (_, slot) = boosted.get(&pid)?;
             let (spid, runtime_ns, blocked) = view.slot(*slot);
             (spid == pid).then_some(TaskNow {
                 runtime_ns,
-                runnable: !blocked,
+                runnable: !blocked && !exec.is_some_and(|ex| ex.ended(pid)),
             })
         };
         let online = &self.online;
@@ -363,6 +460,11 @@ impl<'v> CpuAgent<'v> {
                     );
                     self.restore(pid);
                 }
+            }
+        }
+        if let Some(ex) = self.exec {
+            for a in self.server.active() {
+                ex.set_limit(a.pid, a.base_ns + a.share_ns);
             }
         }
         if again {
@@ -431,22 +533,6 @@ fn rt_setup(cpus: &[usize]) -> Result<()> {
     Ok(())
 }
 
-/// Where the server thread of `cpu` may run: on `cpu` itself, so that it
-/// ends boosts with a local reschedule; in kernel-cut mode on any online CPU,
-/// placed by the kernel at each wake-up: a waking RT task whose CPU runs a
-/// pinned RT task, or one of higher or equal priority, goes to the CPU
-/// running the lowest-priority task (select_task_rq_rt() and find_lowest_rq(),
-/// kernel/sched/rt.c), which is a CPU no RT task holds whenever there is one.
-/// (Pinning each thread to "the other CPUs" put the thread of CPU 0 on CPU 1
-/// in a 2-CPU VM: 15 gaps > 1 ms for S0's probe on CPU 1 from 2 boosts.)
-fn thread_cpus(cpu: usize, kernel_cut: bool, online: &[usize]) -> Vec<usize> {
-    if kernel_cut {
-        online.to_vec()
-    } else {
-        vec![cpu]
-    }
-}
-
 /// Sleeps until `t_ns` (CLOCK_MONOTONIC) or until one of `fds` becomes
 /// readable, whichever comes first; returns whether `fds[0]` did. ppoll()
 /// takes a nanosecond timeout, and an RT task's poll timeout has no slack.
@@ -503,8 +589,37 @@ impl Drop for StopFd {
     }
 }
 
-/// The thread of one served CPU: runs until `stop` or ejection, then
+/// Registers the calling thread as one of scx_floor's own (its runs never
+/// count as a higher class taking a CPU: done before it becomes RT), then
+/// [`rt_setup`].
+fn agent_setup(view: &BpfView, cpus: &[usize]) -> Result<()> {
+    // SAFETY: plain syscall.
+    view.register_agent(unsafe { libc::gettid() } as u32)?;
+    rt_setup(cpus)
+}
+
+/// Stops an executor when its planner's thread leaves, by any path.
+struct StopOnDrop<'a>(&'a Executor);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop(false);
+    }
+}
+
+/// The server of one served CPU: runs until `stop` or ejection, then
 /// restores what it boosted.
+///
+/// Two threads, both SCHED_FIFO 99. The planner (this one: sample, choose,
+/// journal) may run on any online CPU and is placed by the kernel at each
+/// wake-up: a waking RT task whose CPU runs a pinned RT task, or one of
+/// higher or equal priority, goes to the CPU running the lowest-priority
+/// task (`select_task_rq_rt()`/`find_lowest_rq()`, kernel/sched/rt.c), a
+/// CPU no RT task holds whenever there is one. Its steps cost 1-6 ms under
+/// TCG and were, when it ran on the served CPU, the RT task's longest gaps
+/// (S0). The executor (`executor.rs`), pinned to the served CPU, makes the
+/// SCHED_FIFO boosts there and ends them by a local timer. In kernel-cut and
+/// DEADLINE-only modes the kernel ends boosts and there is no executor.
 fn serve_cpu(
     cpu: usize,
     view: &BpfView,
@@ -515,12 +630,59 @@ fn serve_cpu(
     report: &Mutex<ServerRow>,
 ) -> Result<()> {
     let kernel_cut = sc.kernel_cut;
-    // Registered before it becomes RT: its own runs never count as a higher
-    // class taking the CPU.
-    // SAFETY: plain syscall.
-    view.register_agent(unsafe { libc::gettid() } as u32)?;
     let online = online_cpus()?;
-    rt_setup(&thread_cpus(cpu, kernel_cut, &online))?;
+    agent_setup(view, &online)?;
+    let exec = Executor::default();
+    let with_exec = !kernel_cut && cfg.boost_mode != BoostMode::Deadline;
+    std::thread::scope(|s| -> Result<()> {
+        let _stopper = StopOnDrop(&exec);
+        if with_exec {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let ex = &exec;
+            std::thread::Builder::new()
+                .name(format!("scx_floor-x/{cpu}"))
+                .spawn_scoped(s, move || {
+                    let r = agent_setup(view, &[cpu]);
+                    // warm up the system call's path
+                    let _ = boost::get_attr(0);
+                    let ok = r.is_ok();
+                    let _ = tx.send(r);
+                    if ok {
+                        ex.run(view);
+                    }
+                })?;
+            rx.recv()
+                .context("the executor thread ended")?
+                .with_context(|| format!("the executor thread of CPU {cpu}"))?;
+        }
+        plan_cpu(
+            cpu,
+            view,
+            cfg,
+            sc,
+            stop,
+            stop_fd,
+            report,
+            with_exec.then_some(&exec),
+            online,
+        )
+    })
+}
+
+/// The planner's loop (see [`serve_cpu`]).
+#[allow(clippy::too_many_arguments)]
+fn plan_cpu(
+    cpu: usize,
+    view: &BpfView,
+    cfg: &PolicyConfig,
+    sc: ServerConfig,
+    stop: &AtomicBool,
+    stop_fd: i32,
+    report: &Mutex<ServerRow>,
+    exec: Option<&Executor>,
+    online: Vec<usize>,
+) -> Result<()> {
+    let kernel_cut = sc.kernel_cut;
     let (s, _, _) = view.sample(cpu);
     let mut a = CpuAgent {
         cpu,
@@ -541,6 +703,9 @@ fn serve_cpu(
             .collect(),
         online,
         looked_again: false,
+        exec,
+        posted: Vec::new(),
+        ending: Vec::new(),
     };
     // Warm up the paths a step takes (the BPF map lookup, /proc, the journal
     // pages, sched_*attr): their first call costs milliseconds in a VM (cold

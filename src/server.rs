@@ -326,7 +326,6 @@ impl CpuServer {
     }
 
     /// The boosts in progress.
-    #[cfg(test)]
     pub fn active(&self) -> &[ActiveBoost] {
         &self.active
     }
