@@ -21,10 +21,12 @@ use std::time::Duration;
 use crate::boost::{self, SchedAttr};
 use crate::sched::{monotonic_ns, BpfView};
 
-/// A boost the executor holds: `tid`, counted in BPF boost slot `slot`, ends
-/// when the slot's run time reaches `limit_ns` (ns), or when the planner asks.
+/// A boost the executor holds: post `id`, task `tid`, counted in BPF boost
+/// slot `slot`; it ends when the slot's run time reaches `limit_ns` (ns), or
+/// when the planner asks.
 #[derive(Clone, Copy, Debug)]
 struct Held {
+    id: u64,
     tid: u32,
     slot: usize,
     limit_ns: u64,
@@ -34,13 +36,19 @@ struct Held {
 
 #[derive(Default)]
 struct State {
+    /// the id of the next post
+    next_id: u64,
     /// boosts to start, in order
     todo: Vec<(Held, SchedAttr)>,
-    /// (tid, result of the boost's sched_setattr: errno or 0)
-    started: Vec<(u32, i32)>,
+    /// boosts made (or being made: visible to [`Executor::end`] while the
+    /// system call runs) and not yet ended
     held: Vec<Held>,
-    /// (tid, result of the restoring sched_setattr: errno or 0)
-    ended: Vec<(u32, i32)>,
+    /// (post id, result of the boost's sched_setattr: errno or 0)
+    started: Vec<(u64, i32)>,
+    /// (post id, result of the restoring sched_setattr: errno or 0)
+    ended: Vec<(u64, i32)>,
+    /// a limit was lowered since the executor last looked
+    dirty: bool,
     stop: bool,
     /// the loop has returned (after a stop)
     done: bool,
@@ -49,11 +57,13 @@ struct State {
 /// The shared state of one CPU's executor and its planner. The planner
 /// never waits for the executor while it serves, and the executor never
 /// wakes the planner: a wake-up across CPUs from the served CPU was traced
-/// to pull the planner onto it (RT pull at the executor's sleep).
+/// to pull the planner onto it (RT pull at the executor's sleep). Results
+/// are kept per post (an id), so a task boosted again is never confused
+/// with its previous boost.
 #[derive(Default)]
 pub struct Executor {
     st: Mutex<State>,
-    /// the planner posted work (or asked to stop)
+    /// the planner posted work, lowered a limit, asked an end or a stop
     to_exec: Condvar,
     /// the loop returned
     to_planner: Condvar,
@@ -67,7 +77,7 @@ pub enum End {
     Done(std::io::Result<()>),
     /// asked to end; the result comes from [`Executor::take_ended`]
     Pending,
-    /// not a boost of the executor
+    /// not a post the executor knows (its result was taken)
     Unknown,
 }
 
@@ -86,6 +96,11 @@ fn result_of(errno: i32) -> std::io::Result<()> {
     }
 }
 
+fn take(v: &mut Vec<(u64, i32)>, id: u64) -> Option<std::io::Result<()>> {
+    let i = v.iter().position(|(x, _)| *x == id)?;
+    Some(result_of(v.swap_remove(i).1))
+}
+
 impl Executor {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.st.lock().unwrap_or_else(|e| e.into_inner())
@@ -94,7 +109,9 @@ impl Executor {
     /// The executor thread's loop, until [`Executor::stop`]: it starts the
     /// boosts posted, sleeps until the earliest end of a share (run time of
     /// the boost slot, read from the mmapped BPF data: no system call), and
-    /// restores. On stop it restores what it still holds and starts nothing.
+    /// restores. On stop it starts nothing and restores what it still holds,
+    /// each only if still at a boost policy (the planner may have restored
+    /// it from its own CPU after 2 s, and the tid may have been reused).
     pub fn run(&self, view: &BpfView) {
         self.run_with(
             |slot| {
@@ -102,41 +119,60 @@ impl Executor {
                 (pid, ran)
             },
             boost::set_attr,
+            |tid| {
+                matches!(
+                    boost::get_attr(tid).map(|a| a.sched_policy),
+                    Ok(boost::SCHED_FIFO) | Ok(boost::SCHED_DEADLINE)
+                )
+            },
         )
     }
 
     /// [`Executor::run`] with its reads and system calls given: `slot`
     /// returns a boost slot's (tid, run time in ns); `set_attr` changes a
-    /// task's policy.
+    /// task's policy; `boosted` tells whether a task is at a boost policy.
     fn run_with(
         &self,
         slot: impl Fn(usize) -> (u32, u64),
         mut set_attr: impl FnMut(u32, &SchedAttr) -> std::io::Result<()>,
+        boosted: impl Fn(u32) -> bool,
     ) {
         let mut g = self.lock();
         loop {
             let todo = std::mem::take(&mut g.todo);
             let stop = g.stop;
-            drop(g);
-            let mut started = Vec::new();
-            for (h, attr) in todo {
-                let e = if stop {
-                    libc::ECANCELED
-                } else {
-                    errno_of(set_attr(h.tid, &attr))
-                };
-                started.push((h, e));
+            for (h, _) in &todo {
+                g.held.push(*h);
             }
+            drop(g);
+            let results: Vec<(u64, i32)> = todo
+                .iter()
+                .map(|(h, attr)| {
+                    let e = if stop {
+                        libc::ECANCELED
+                    } else {
+                        errno_of(set_attr(h.tid, attr))
+                    };
+                    (h.id, e)
+                })
+                .collect();
             g = self.lock();
-            for (h, e) in started {
-                g.started.push((h.tid, e));
-                if e == 0 {
-                    g.held.push(h);
+            for (id, e) in results {
+                g.started.push((id, e));
+                if e != 0 {
+                    if let Some(i) = g.held.iter().position(|h| h.id == id) {
+                        // Asked to end while it was being made: ended, as
+                        // nothing changed.
+                        if g.held.swap_remove(i).end_now {
+                            g.ended.push((id, 0));
+                        }
+                    }
                 }
             }
+            g.dirty = false;
             // Shares used up, ends asked for: restore those. The others are
-            // looked at again after the least run time left: none of them
-            // runs while this thread does, so that is the earliest end.
+            // looked at again after the least run time left: run time grows
+            // no faster than the clock, so that is the earliest end.
             let mut left = u64::MAX;
             let mut ending = Vec::new();
             g.held.retain(|h| {
@@ -151,18 +187,25 @@ impl Executor {
             });
             if !ending.is_empty() {
                 drop(g);
-                let res: Vec<(u32, i32)> = ending
+                let res: Vec<(u64, i32)> = ending
                     .iter()
-                    .map(|h| (h.tid, errno_of(set_attr(h.tid, &h.restore))))
+                    .map(|h| {
+                        let e = if stop && !boosted(h.tid) {
+                            0
+                        } else {
+                            errno_of(set_attr(h.tid, &h.restore))
+                        };
+                        (h.id, e)
+                    })
                     .collect();
                 g = self.lock();
                 g.ended.extend(res);
             }
-            if !g.todo.is_empty() || g.held.iter().any(|h| h.end_now) {
+            if !g.todo.is_empty() || g.dirty || g.held.iter().any(|h| h.end_now) {
                 continue;
             }
             if g.stop {
-                if g.held.is_empty() && g.todo.is_empty() {
+                if g.held.is_empty() {
                     g.done = true;
                     self.to_planner.notify_all();
                     return;
@@ -183,8 +226,9 @@ impl Executor {
 
     /// Planner: boost `tid` with `attr` on the executor's CPU until BPF
     /// boost slot `slot` counts `limit_ns` of run time (ns; see
-    /// [`Executor::set_limit`]), then give it `restore`. Returns at once;
-    /// the boost's result comes from [`Executor::take_started`].
+    /// [`Executor::set_limit`]), then give it `restore`. Returns at once,
+    /// with the post's id; the boost's result comes from
+    /// [`Executor::take_started`].
     pub fn post(
         &self,
         tid: u32,
@@ -192,83 +236,86 @@ impl Executor {
         attr: &SchedAttr,
         restore: &SchedAttr,
         limit_ns: u64,
-    ) {
+    ) -> u64 {
+        let mut g = self.lock();
+        let id = g.next_id;
+        g.next_id += 1;
         let h = Held {
+            id,
             tid,
             slot,
             limit_ns,
             restore: *restore,
             end_now: false,
         };
-        let mut g = self.lock();
-        g.started.retain(|(t, _)| *t != tid);
-        g.ended.retain(|(t, _)| *t != tid);
         g.todo.push((h, *attr));
         self.to_exec.notify_one();
+        id
     }
 
-    /// Planner: the result of the boost system call for `tid`, once made.
-    pub fn take_started(&self, tid: u32) -> Option<std::io::Result<()>> {
-        let mut g = self.lock();
-        let i = g.started.iter().position(|(t, _)| *t == tid)?;
-        let (_, e) = g.started.swap_remove(i);
-        Some(result_of(e))
+    /// Planner: the result of post `id`'s boost system call, once made.
+    pub fn take_started(&self, id: u64) -> Option<std::io::Result<()>> {
+        take(&mut self.lock().started, id)
     }
 
-    /// Planner: takes back the boost of `tid` if the executor has not begun
-    /// it; returns whether it did.
-    pub fn withdraw(&self, tid: u32) -> bool {
+    /// Planner: takes back post `id` if the executor has not begun it;
+    /// returns whether it did.
+    pub fn withdraw(&self, id: u64) -> bool {
         let mut g = self.lock();
         let n = g.todo.len();
-        g.todo.retain(|(h, _)| h.tid != tid);
+        g.todo.retain(|(h, _)| h.id != id);
         g.todo.len() != n
     }
 
-    /// Planner: the boost of `tid` now ends at `limit_ns` of slot run time
-    /// (a share is cut when less is owed, and grows by the rest of a share
-    /// whose task blocked). The executor is woken only for an earlier end.
-    pub fn set_limit(&self, tid: u32, limit_ns: u64) {
+    /// Planner: post `id` now ends at `limit_ns` of slot run time (a share
+    /// is cut when less is owed, and grows by the rest of a share whose task
+    /// blocked). The executor is woken only for an earlier end.
+    pub fn set_limit(&self, id: u64, limit_ns: u64) {
         let mut g = self.lock();
-        if let Some(h) = g.held.iter_mut().find(|h| h.tid == tid) {
-            let earlier = limit_ns < h.limit_ns;
-            h.limit_ns = limit_ns;
-            if earlier {
+        let g = &mut *g;
+        let h = g
+            .held
+            .iter_mut()
+            .chain(g.todo.iter_mut().map(|(h, _)| h))
+            .find(|h| h.id == id);
+        if let Some(h) = h {
+            if limit_ns < h.limit_ns {
+                g.dirty = true;
                 self.to_exec.notify_one();
             }
+            h.limit_ns = limit_ns;
         }
     }
 
-    /// Planner: end the boost of `tid` (at once if the executor still holds
-    /// it).
-    pub fn end(&self, tid: u32) -> End {
+    /// Planner: end post `id` (at once if the executor still holds it).
+    pub fn end(&self, id: u64) -> End {
         let mut g = self.lock();
-        if let Some(h) = g.held.iter_mut().find(|h| h.tid == tid) {
+        if let Some(h) = g.held.iter_mut().find(|h| h.id == id) {
             h.end_now = true;
             self.to_exec.notify_one();
             return End::Pending;
         }
         let n = g.todo.len();
-        g.todo.retain(|(h, _)| h.tid != tid);
+        g.todo.retain(|(h, _)| h.id != id);
         if g.todo.len() != n {
             return End::Done(Ok(()));
         }
-        match g.ended.iter().position(|(t, _)| *t == tid) {
-            Some(i) => End::Done(result_of(g.ended.swap_remove(i).1)),
+        match take(&mut g.ended, id) {
+            Some(r) => End::Done(r),
             None => End::Unknown,
         }
     }
 
-    /// Planner: whether the executor has ended the boost of `tid` (its
-    /// limit reached, or asked) and its result is still there to take.
-    pub fn ended(&self, tid: u32) -> bool {
-        self.lock().ended.iter().any(|(t, _)| *t == tid)
+    /// Planner: whether the executor has ended post `id` (its limit
+    /// reached, or asked) and its result is still there to take.
+    pub fn ended(&self, id: u64) -> bool {
+        self.lock().ended.iter().any(|(x, _)| *x == id)
     }
 
-    /// Planner: the result of the executor's restore of `tid`, once made.
-    pub fn take_ended(&self, tid: u32) -> Option<std::io::Result<()>> {
-        let mut g = self.lock();
-        let i = g.ended.iter().position(|(t, _)| *t == tid)?;
-        Some(result_of(g.ended.swap_remove(i).1))
+    /// Planner: the result of the executor's restore for post `id`, once
+    /// made.
+    pub fn take_ended(&self, id: u64) -> Option<std::io::Result<()>> {
+        take(&mut self.lock().ended, id)
     }
 
     /// Ends the executor's loop once it has restored what it holds; with
@@ -305,6 +352,7 @@ mod tests {
         (boost::fifo_attr(1), SchedAttr::default())
     }
 
+    #[track_caller]
     fn wait_for(what: impl Fn() -> bool) {
         let t = monotonic_ns();
         while !what() {
@@ -332,6 +380,7 @@ mod tests {
                             Ok(())
                         }
                     },
+                    |_| true,
                 )
             });
             // Stopped on every path out, a failed assertion too (the
@@ -351,22 +400,22 @@ mod tests {
     fn ends_at_the_limit_and_follows_its_changes() {
         with_rig(|r| {
             let (b, rs) = attrs();
-            r.ex.post(7, 0, &b, &rs, 1_000_000_000);
-            wait_for(|| r.ex.take_started(7).is_some());
-            assert!(!r.ex.ended(7));
+            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
+            wait_for(|| r.ex.take_started(id).is_some());
+            assert!(!r.ex.ended(id));
             // Not yet at the limit: still held.
             r.ran.store(500_000_000, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(20));
-            assert!(!r.ex.ended(7));
+            assert!(!r.ex.ended(id));
             // A lower limit wakes it (it sleeps up to 1 s otherwise): ended now.
             let t = monotonic_ns();
-            r.ex.set_limit(7, 400_000_000);
-            wait_for(|| r.ex.ended(7));
+            r.ex.set_limit(id, 400_000_000);
+            wait_for(|| r.ex.ended(id));
             assert!(
                 monotonic_ns() - t < 300_000_000,
                 "not woken by the lower limit"
             );
-            assert!(matches!(r.ex.take_ended(7), Some(Ok(()))));
+            assert!(matches!(r.ex.take_ended(id), Some(Ok(()))));
             assert_eq!(*r.calls.lock().unwrap(), vec![(7, 1), (7, 0)]);
         });
     }
@@ -375,13 +424,20 @@ mod tests {
     fn end_asked_restores_at_once() {
         with_rig(|r| {
             let (b, rs) = attrs();
-            r.ex.post(7, 0, &b, &rs, 1_000_000_000);
-            wait_for(|| r.ex.take_started(7).is_some());
-            assert!(matches!(r.ex.end(7), End::Pending));
-            wait_for(|| r.ex.ended(7));
-            assert!(matches!(r.ex.end(7), End::Done(Ok(()))));
+            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
+            wait_for(|| r.ex.take_started(id).is_some());
+            assert!(matches!(r.ex.end(id), End::Pending));
+            wait_for(|| r.ex.ended(id));
+            assert!(matches!(r.ex.end(id), End::Done(Ok(()))));
             // Its result was taken: the executor knows it no more.
-            assert!(matches!(r.ex.end(7), End::Unknown));
+            assert!(matches!(r.ex.end(id), End::Unknown));
+            // The same task boosted again is a new post: the first one's
+            // end does not touch it.
+            let id2 = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
+            wait_for(|| r.ex.take_started(id2).is_some());
+            assert!(matches!(r.ex.end(id), End::Unknown));
+            assert!(!r.ex.ended(id2));
+            assert!(matches!(r.ex.end(id2), End::Pending));
         });
     }
 
@@ -389,11 +445,11 @@ mod tests {
     fn a_failed_boost_is_reported_and_not_held() {
         with_rig(|r| {
             let (b, rs) = attrs();
-            r.ex.post(13, 0, &b, &rs, 1_000_000_000);
-            wait_for(|| r.ex.lock().started.iter().any(|(t, _)| *t == 13));
-            let e = r.ex.take_started(13).unwrap().unwrap_err();
+            let id = r.ex.post(13, 0, &b, &rs, 1_000_000_000);
+            wait_for(|| r.ex.lock().started.iter().any(|(x, _)| *x == id));
+            let e = r.ex.take_started(id).unwrap().unwrap_err();
             assert_eq!(e.raw_os_error(), Some(libc::EPERM));
-            assert!(matches!(r.ex.end(13), End::Unknown));
+            assert!(matches!(r.ex.end(id), End::Unknown));
             assert_eq!(*r.calls.lock().unwrap(), vec![(13, 1)]);
         });
     }
@@ -405,8 +461,8 @@ mod tests {
             let mut out = Vec::new();
             with_rig(|r| {
                 let (b, rs) = attrs();
-                r.ex.post(7, 0, &b, &rs, 1_000_000_000);
-                wait_for(|| r.ex.take_started(7).is_some());
+                let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
+                wait_for(|| r.ex.take_started(id).is_some());
                 r.ex.stop(true);
                 out = r.calls.lock().unwrap().clone();
             });
@@ -420,13 +476,44 @@ mod tests {
         let ex = Executor::default();
         let (b, rs) = attrs();
         // No executor thread: nothing takes it.
-        ex.post(7, 0, &b, &rs, 1_000);
-        assert!(ex.take_started(7).is_none());
-        assert!(ex.withdraw(7));
-        assert!(!ex.withdraw(7));
+        let id = ex.post(7, 0, &b, &rs, 1_000);
+        assert!(ex.take_started(id).is_none());
+        assert!(ex.withdraw(id));
+        assert!(!ex.withdraw(id));
         // Ending one never started changes nothing and reports success.
-        ex.post(8, 0, &b, &rs, 1_000);
-        assert!(matches!(ex.end(8), End::Done(Ok(()))));
+        let id = ex.post(8, 0, &b, &rs, 1_000);
+        assert!(matches!(ex.end(id), End::Done(Ok(()))));
         assert!(ex.lock().todo.is_empty());
+    }
+
+    #[test]
+    fn an_end_asked_while_the_boost_is_made_is_seen() {
+        // The executor's system call runs unlocked: the planner's end in
+        // that window must find the boost (it once found nothing and the
+        // task stayed boosted).
+        let ex = Executor::default();
+        let (b, rs) = attrs();
+        let id = ex.post(7, 0, &b, &rs, 1_000_000_000);
+        let calls = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                ex.run_with(
+                    |_| (7, 0),
+                    |tid, a| {
+                        if a.sched_policy == boost::SCHED_FIFO {
+                            // the planner asks the end during the call
+                            assert!(matches!(ex.end(id), End::Pending));
+                        }
+                        calls.lock().unwrap().push((tid, a.sched_policy));
+                        Ok(())
+                    },
+                    |_| true,
+                )
+            });
+            wait_for(|| ex.ended(id));
+            ex.stop(true);
+        });
+        assert_eq!(*calls.lock().unwrap(), vec![(7, 1), (7, 0)]);
+        assert!(matches!(ex.take_ended(id), Some(Ok(()))));
     }
 }

@@ -1,26 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The policy loop: one real-time thread per served CPU, pinned to it, that
-//! steps that CPU's bandwidth server (`server.rs`) and carries out its boosts
-//! and restores (`boost.rs`); the main thread keeps the kernel's ext_server
-//! off while we serve (`knobs.rs`) and prints `--stats` at its normal policy.
+//! The policy loop: per served CPU a real-time planner thread that steps
+//! that CPU's bandwidth server (`server.rs`) and journals its boosts
+//! (`boost.rs`), and an executor thread pinned to the CPU that makes the
+//! SCHED_FIFO boosts and ends them (`executor.rs`); the main thread keeps the
+//! kernel's ext_server off while we serve (`knobs.rs`) and prints `--stats`
+//! at its normal policy.
 //!
-//! Why a thread on each served CPU rather than one loop on a free CPU: a boost
-//! or a restore done from another CPU takes effect only when the target CPU
-//! reschedules after an IPI. Measured in the project's VM (7.3.4, TCG, stock
-//! kernel, no sched_ext): 0.8 to 4 ms from sched_setattr() on CPU 0 to the
-//! boosted task running on CPU 1, and 1.3 to 2.4 ms from the restore to it
-//! stopping. Done on the CPU itself, from a local hrtimer wake-up, both are
-//! a plain local reschedule, and the budget is cut off with hrtimer
-//! precision — the way the kernel enforces its own dl_server, per CPU.
+//! Why the split: a boost or a restore done from another CPU takes effect
+//! only when the target CPU reschedules after an IPI. Measured in the
+//! project's VM (7.3.4, TCG, stock kernel, no sched_ext): 0.8 to 4 ms from
+//! sched_setattr() on CPU 0 to the boosted task running on CPU 1, and 1.3 to
+//! 2.4 ms from the restore to it stopping. Done on the CPU itself, from a
+//! local hrtimer wake-up, both are a plain local reschedule, and the budget
+//! is cut off with hrtimer precision, the way the kernel enforces its own
+//! dl_server, per CPU. But the RT task on that CPU also sees each run of a
+//! scx_floor thread there as noise, and the planner's steps are long under
+//! TCG (1-6 ms): so only the executor's two system calls run there.
 //!
 //! The threads must never starve, or the floor they promise is gone:
-//! - Each runs at SCHED_FIFO 99 on its CPU (boosts go to at most 98): no
-//!   RT task below 99 can keep it from running. It sleeps until its next
-//!   event (period edge, zero-laxity activation, end of a boost) and runs
-//!   for microseconds on hardware (0.1-3 ms per step under TCG, where system
-//!   calls are slow), so the time it takes from the RT task is small. A
-//!   SCHED_FIFO 99 or SCHED_DEADLINE hog on a served CPU is above the server
-//!   (as it is above the kernel's RT throttling); the README says so.
+//! - Each runs at SCHED_FIFO 99 (boosts go to at most 98): no RT task below
+//!   99 can keep it from running. The planner runs on any online CPU, placed
+//!   by the kernel away from CPUs held by RT tasks where it can be; the
+//!   executor only on its CPU. Both sleep until their next event and run for
+//!   microseconds on hardware. A SCHED_FIFO 99 or SCHED_DEADLINE hog on a
+//!   served CPU is above the executor (as it is above the kernel's RT
+//!   throttling); the README says so.
 //! - All memory is locked (`mlockall(MCL_CURRENT | MCL_FUTURE)`): the loop is
 //!   small, so locking everything is simpler and safer than a locked-memory
 //!   allocator, and it also covers libbpf's and the std library's memory.
@@ -194,7 +198,8 @@ fn restore_here(tid: u32, e: &Entry) -> std::io::Result<()> {
     }
 }
 
-/// The server of one CPU and what it changed; lives in that CPU's thread.
+/// The server of one CPU and what it changed; lives in that CPU's planner
+/// thread.
 struct CpuAgent<'v> {
     cpu: usize,
     view: &'v BpfView,
@@ -213,11 +218,12 @@ struct CpuAgent<'v> {
     /// makes the SCHED_FIFO boosts on the served CPU itself (None: in
     /// kernel-cut and DEADLINE-only modes, where the kernel ends boosts)
     exec: Option<&'v Executor>,
-    /// boosts posted to the executor whose system call has not been seen
-    /// yet: (tid, posted at ns)
-    posted: Vec<(u32, u64)>,
-    /// boosts the executor was asked to end: (tid, journal entry, slot)
-    ending: Vec<(u32, Entry, usize)>,
+    /// boosted tid -> the executor's post id, for boosts the executor made
+    exec_ids: HashMap<u32, u64>,
+    /// posts whose system call has not been seen yet: (tid, id, posted at ns)
+    posted: Vec<(u32, u64, u64)>,
+    /// posts the executor was asked to end: (tid, id, journal entry, slot)
+    ending: Vec<(u32, u64, Entry, usize)>,
 }
 
 impl<'v> CpuAgent<'v> {
@@ -266,14 +272,15 @@ impl<'v> CpuAgent<'v> {
             res = match self.exec {
                 // Counted as made; a failure is settled at the next step.
                 Some(ex) => {
-                    ex.post(
+                    let id = ex.post(
                         tid,
                         slot,
                         &attr,
                         &boost::restore_attr_of(&entry.saved),
                         budget_ns,
                     );
-                    self.posted.push((tid, monotonic_ns()));
+                    self.exec_ids.insert(tid, id);
+                    self.posted.push((tid, id, monotonic_ns()));
                     Ok(())
                 }
                 None => boost::set_attr(tid, &attr),
@@ -296,17 +303,23 @@ impl<'v> CpuAgent<'v> {
 
     fn restore(&mut self, tid: u32) {
         if let Some((e, slot)) = self.boosted.remove(&tid) {
-            self.posted.retain(|(t, _)| *t != tid);
             // A boost of the executor is ended there (at once if it is not
             // over yet); the rest is done when its result is in.
-            let res = match self.exec.map_or(End::Unknown, |ex| ex.end(tid)) {
+            let post = self.exec.zip(self.exec_ids.remove(&tid));
+            let res = match post.map_or(End::Unknown, |(ex, id)| ex.end(id)) {
                 End::Done(r) => r,
                 End::Pending => {
-                    self.ending.push((tid, e, slot));
+                    let id = post.map_or(0, |(_, id)| id);
+                    self.posted.retain(|p| p.1 != id);
+                    self.ending.push((tid, id, e, slot));
                     return;
                 }
                 End::Unknown => restore_here(tid, &e),
             };
+            if let Some((ex, id)) = post {
+                self.posted.retain(|p| p.1 != id);
+                let _ = ex.take_started(id);
+            }
             self.restored(tid, slot, res);
         }
     }
@@ -335,19 +348,20 @@ impl<'v> CpuAgent<'v> {
     fn settle(&mut self) {
         let Some(ex) = self.exec else { return };
         let now = monotonic_ns();
-        for (tid, at) in std::mem::take(&mut self.posted) {
-            let res = match ex.take_started(tid) {
+        for (tid, id, at) in std::mem::take(&mut self.posted) {
+            let res = match ex.take_started(id) {
                 Some(r) => r,
-                None if now.saturating_sub(at) > EXEC_TAKE_TIMEOUT_NS && ex.withdraw(tid) => {
+                None if now.saturating_sub(at) > EXEC_TAKE_TIMEOUT_NS && ex.withdraw(id) => {
                     Err(std::io::Error::from_raw_os_error(libc::ETIMEDOUT))
                 }
                 None => {
-                    self.posted.push((tid, at));
+                    self.posted.push((tid, id, at));
                     continue;
                 }
             };
             if let Err(e) = res {
                 debug!("cpu {}: boost of {tid} failed: {e}", self.cpu);
+                self.exec_ids.remove(&tid);
                 if let Some((_, slot)) = self.boosted.remove(&tid) {
                     self.view.boosted_del(tid);
                     self.journal.forget(slot);
@@ -359,10 +373,13 @@ impl<'v> CpuAgent<'v> {
                 self.server.drop_boost(tid);
             }
         }
-        for (tid, e, slot) in std::mem::take(&mut self.ending) {
-            match ex.take_ended(tid) {
-                Some(r) => self.restored(tid, slot, r),
-                None => self.ending.push((tid, e, slot)),
+        for (tid, id, e, slot) in std::mem::take(&mut self.ending) {
+            match ex.take_ended(id) {
+                Some(r) => {
+                    let _ = ex.take_started(id);
+                    self.restored(tid, slot, r)
+                }
+                None => self.ending.push((tid, id, e, slot)),
             }
         }
     }
@@ -377,7 +394,7 @@ impl<'v> CpuAgent<'v> {
             self.settle();
         }
         // An executor that could not run in 2 s: restore from here.
-        for (tid, e, slot) in std::mem::take(&mut self.ending) {
+        for (tid, _, e, slot) in std::mem::take(&mut self.ending) {
             let r = restore_here(tid, &e);
             self.restored(tid, slot, r);
         }
@@ -392,15 +409,16 @@ impl<'v> CpuAgent<'v> {
             self.hi_prio = hi.prio;
         }
         let (cpu, view) = (self.cpu, self.view);
-        let (boosted, exec) = (&self.boosted, self.exec);
-        // A boost the executor ended at its limit counts as one that blocked:
-        // what is still owed goes to a new boost.
+        let (boosted, exec, ids) = (&self.boosted, self.exec, &self.exec_ids);
         let task = |pid: u32| {
             let (_, slot) = boosted.get(&pid)?;
             let (spid, runtime_ns, blocked) = view.slot(*slot);
             (spid == pid).then_some(TaskNow {
                 runtime_ns,
-                runnable: !blocked && !exec.is_some_and(|ex| ex.ended(pid)),
+                runnable: !blocked,
+                cut: exec
+                    .zip(ids.get(&pid))
+                    .is_some_and(|(ex, id)| ex.ended(*id)),
             })
         };
         let online = &self.online;
@@ -464,7 +482,9 @@ impl<'v> CpuAgent<'v> {
         }
         if let Some(ex) = self.exec {
             for a in self.server.active() {
-                ex.set_limit(a.pid, a.base_ns + a.share_ns);
+                if let Some(id) = self.exec_ids.get(&a.pid) {
+                    ex.set_limit(*id, a.base_ns + a.share_ns);
+                }
             }
         }
         if again {
@@ -704,6 +724,7 @@ fn plan_cpu(
         online,
         looked_again: false,
         exec,
+        exec_ids: HashMap::new(),
         posted: Vec::new(),
         ending: Vec::new(),
     };
