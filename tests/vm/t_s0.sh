@@ -18,7 +18,7 @@
 # a server thread waking on the served CPU, as before the thread placement
 # fix, gave 15 from 2 boosts), every boost ended within 4.5 ms (in kernel-cut
 # mode the kernel cuts it by the next tick at the latest at HZ=250; in FIFO
-# mode the executor's local timer: 0.09-0.26 ms, 1.35 ms once in a boot with
+# mode the executor's local timer: 0.09-0.27 ms, 1.35 ms once in a boot with
 # multi-ms emulator stalls), and sched_rt_runtime_us is back afterwards.
 # (Traced with sched_switch/irq/hrtimer events: the kernel-cut gaps are the
 # boosted task's run until the hrtick, which TCG delivers 0.3-1.8 ms late; a
