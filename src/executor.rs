@@ -119,12 +119,7 @@ impl Executor {
                 (pid, ran)
             },
             boost::set_attr,
-            |tid| {
-                matches!(
-                    boost::get_attr(tid).map(|a| a.sched_policy),
-                    Ok(boost::SCHED_FIFO) | Ok(boost::SCHED_DEADLINE)
-                )
-            },
+            boost::at_boost_policy,
         )
     }
 
@@ -335,6 +330,16 @@ impl Executor {
     }
 }
 
+/// Stops an executor (without waiting) when dropped: its planner's
+/// thread leaves by any path, a panic too.
+pub struct StopOnDrop<'a>(pub &'a Executor);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop(false);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,13 +390,7 @@ mod tests {
             });
             // Stopped on every path out, a failed assertion too (the
             // scope would wait for the executor thread forever).
-            struct Stop<'a>(&'a Executor);
-            impl Drop for Stop<'_> {
-                fn drop(&mut self) {
-                    self.0.stop(false);
-                }
-            }
-            let _stop = Stop(&r.ex);
+            let _stop = StopOnDrop(&r.ex);
             f(r);
         });
     }

@@ -42,7 +42,7 @@ use log::{debug, info, warn};
 use scx_utils::UserExitInfo;
 
 use crate::boost::{self, Entry, Journal, SchedAttr};
-use crate::executor::{End, Executor};
+use crate::executor::{End, Executor, StopOnDrop};
 use crate::knobs::{self, Knobs};
 use crate::sched::{monotonic_ns, online_cpus, BpfView, Scheduler};
 use crate::server::{Action, CpuServer, ServerConfig, TaskNow, Waiter, MAX_BOOSTED};
@@ -183,15 +183,9 @@ fn waiters_of(
 }
 
 /// Restores `tid` (journal entry `e`) from this thread if it still runs at a
-/// boost policy: a
-/// tid reused after the boosted task exited runs its own policy and is left
-/// alone. (One system call, where comparing start times in /proc takes
-/// three.)
+/// boost policy ([`boost::at_boost_policy`]).
 fn restore_here(tid: u32, e: &Entry) -> std::io::Result<()> {
-    if matches!(
-        boost::get_attr(tid).map(|a| a.sched_policy),
-        Ok(boost::SCHED_FIFO) | Ok(boost::SCHED_DEADLINE)
-    ) {
+    if boost::at_boost_policy(tid) {
         boost::set_attr(tid, &boost::restore_attr_of(&e.saved))
     } else {
         Ok(())
@@ -616,15 +610,6 @@ fn agent_setup(view: &BpfView, cpus: &[usize]) -> Result<()> {
     // SAFETY: plain syscall.
     view.register_agent(unsafe { libc::gettid() } as u32)?;
     rt_setup(cpus)
-}
-
-/// Stops an executor when its planner's thread leaves, by any path.
-struct StopOnDrop<'a>(&'a Executor);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.stop(false);
-    }
 }
 
 /// The server of one served CPU: runs until `stop` or ejection, then
