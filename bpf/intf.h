@@ -128,6 +128,9 @@ struct floor_cpu_stat {
 	/* queued tasks the starvation guard dispatched out of vtime order
 	 * (they had waited FLOOR_STARVE_MS) */
 	u64 nr_starve_rescue;
+	/* tasks preempted inside an RCU read-side section that queued at the
+	 * front (rcu_boost) */
+	u64 nr_rcu_boost;
 	/* log2 histograms (see FLOOR_HIST_*) of run lengths and overshoots, ns */
 	u64 runlen_hist[FLOOR_HIST_BUCKETS];
 	u64 overshoot_hist[FLOOR_HIST_BUCKETS];

@@ -60,6 +60,12 @@ const volatile s64 timer_lead_ns = -1;
  * each other back and forth on every wake-up.
  */
 const volatile bool wakeup_preempt = true;
+/*
+ * Preempted RCU readers first (see rcu_reader_preempted()): a task that was
+ * preempted inside an RCU read-side section queues at the front, not at its
+ * vtime. false: it queues like any other task (for A/B comparison).
+ */
+const volatile bool rcu_boost = true;
 /* Sample each CPU's runnable count at every run start (latency-target mode only). */
 const volatile bool sample_load = false;
 
@@ -338,6 +344,61 @@ static __always_inline void waiter_del(struct task_struct *p)
 	bpf_map_delete_elem(&waiters, &pid);
 }
 
+/*
+ * A task queued at the front as a preempted RCU reader keeps its own vtime
+ * here: the DSQ key it queued with is not its vtime, and running() or the
+ * next enqueue() puts this one back, so the run is charged in full.
+ */
+struct rcu_stash {
+	u64 vtime;
+	u64 valid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct rcu_stash);
+} rcu_stashes SEC(".maps");
+
+/*
+ * True if p was preempted inside an RCU read-side section and has not left
+ * it since: the kernel's PREEMPT_RCU marks such a task (rcu_read_unlock_special
+ * .b.blocked, set by rcu_note_context_switch() in kernel/rcu/tree_plugin.h)
+ * and every grace period that began before waits for it. The kernel's own
+ * remedy, RCU priority boosting (CONFIG_RCU_BOOST), raises such a reader to
+ * SCHED_FIFO after a while; Debian's kernels are built without it. A reader
+ * left at its vtime waits as long as its weight says: a nice-19 kthread
+ * (khugepaged) under load waited for seconds per run, the grace period with
+ * it, and at 21 s the kernel's RCU stall detector ejects the scheduler (CI's
+ * t_stress, twice). Kernels without PREEMPT_RCU never preempt a reader.
+ */
+static __always_inline bool rcu_reader_preempted(struct task_struct *p)
+{
+	if (!bpf_core_field_exists(p->rcu_read_unlock_special))
+		return false;
+	return BPF_CORE_READ(p, rcu_read_unlock_special.b.blocked) != 0;
+}
+
+/* p's own vtime: the stashed one while it queues as a preempted reader. */
+static __always_inline u64 task_vtime(struct task_struct *p, bool clear)
+{
+	struct rcu_stash *rs = bpf_task_storage_get(&rcu_stashes, p, 0, 0);
+	/*
+	 * Read first, unconditionally: with two returns clang merges both
+	 * loads into one through a selected pointer, which the verifier
+	 * rejects (same insn, map value and task pointer).
+	 */
+	u64 vtime = p->scx.dsq_vtime;
+
+	if (rs && rs->valid) {
+		if (clear)
+			rs->valid = 0;
+		vtime = rs->vtime;
+	}
+	return vtime;
+}
+
 s32 BPF_STRUCT_OPS(floor_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool is_idle = false;
@@ -352,9 +413,14 @@ s32 BPF_STRUCT_OPS(floor_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wa
 void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = scx_bpf_task_cpu(p), idle;
-	u64 slice = cpu_slice(cpu), vtime = p->scx.dsq_vtime;
+	u64 slice = cpu_slice(cpu), vtime;
 	bool sleeper = false;
 	struct floor_cpu_stat *st = cpu_stat(cpu);
+	struct rcu_stash *rs;
+
+	/* Queued before as a preempted reader, dequeued without running. */
+	p->scx.dsq_vtime = task_vtime(p, true);
+	vtime = p->scx.dsq_vtime;
 
 	/*
 	 * The CPU's only runnable task, at the end of its slice (SCX_OPS_ENQ_LAST):
@@ -376,6 +442,24 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	if (vtime_before(vtime, vtime_now - slice)) {
 		vtime = vtime_now - slice;
 		sleeper = true;
+	}
+
+	/*
+	 * A preempted RCU reader queues ahead of any capped sleeper, with its
+	 * own vtime kept aside: it runs within about a slice per CPU, finishes
+	 * its read-side section, and its run is charged to its own vtime as
+	 * usual, so it gets no more than its share over time.
+	 */
+	if (rcu_boost && rcu_reader_preempted(p) &&
+	    vtime_before(vtime_now - 2 * slice, vtime)) {
+		rs = bpf_task_storage_get(&rcu_stashes, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (rs) {
+			rs->vtime = vtime;
+			rs->valid = 1;
+			vtime = vtime_now - 2 * slice;
+			if (st)
+				__sync_fetch_and_add(&st->nr_rcu_boost, 1);
+		}
 	}
 
 	if (nr_hi_cpus)
@@ -581,6 +665,8 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 	u64 lead, slice = cpu_slice(cpu), head;
 
 	head = vtime_now_advance(cpu, p->scx.dsq_vtime);
+	/* A preempted reader (queued at the front) runs on its own vtime. */
+	p->scx.dsq_vtime = task_vtime(p, true);
 	waiter_del(p);
 	/* The CPU's slice may have shrunk since the task was queued. */
 	if (p->scx.slice > slice)

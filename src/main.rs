@@ -60,6 +60,13 @@ pub struct Opts {
     #[arg(long)]
     no_wakeup_preempt: bool,
 
+    /// Queue a task preempted inside an RCU read-side section at its vtime
+    /// like any other (by default it queues at the front, so that a
+    /// low-weight reader cannot hold up RCU grace periods; for A/B
+    /// comparison).
+    #[arg(long)]
+    no_rcu_boost: bool,
+
     /// Do not arm the per-CPU slice hrtimer: slices end at the next
     /// scheduler tick instead (for A/B comparison).
     #[arg(long)]
@@ -281,6 +288,7 @@ fn run(opts: Opts) -> Result<()> {
         // Latency mode: a CPU with one task gets the whole target.
         slice_ns: slice.slice_for(1),
         wakeup_preempt: !opts.no_wakeup_preempt,
+        rcu_boost: !opts.no_rcu_boost,
         sample_load: slice.is_dynamic(),
         slice_timer: !opts.no_slice_timer,
         timer_lead_ns: match opts.timer_lead_us {

@@ -28,6 +28,9 @@ pub struct SchedConfig {
     pub timer_lead_ns: i64,
     /// a waking task with a much lower vtime preempts the running one
     pub wakeup_preempt: bool,
+    /// a task preempted inside an RCU read-side section queues at the
+    /// front, on its own vtime (see `rcu_reader_preempted()`, bpf/main.bpf.c)
+    pub rcu_boost: bool,
     /// sample each CPU's runnable count at run start (latency-target mode)
     pub sample_load: bool,
     /// debug dump length for the kernel's exit report (0: kernel default)
@@ -85,6 +88,7 @@ fn counters_of(s: &types::floor_cpu_stat) -> CpuCounters {
         timer_fire_delay_sum_ns: rd(&s.timer_fire_delay_sum_ns),
         timer_switch_delay_sum_ns: rd(&s.timer_switch_delay_sum_ns),
         nr_starve_rescue: rd(&s.nr_starve_rescue),
+        nr_rcu_boost: rd(&s.nr_rcu_boost),
         runlen: hist(&s.runlen_hist),
         overshoot: hist(&s.overshoot_hist),
     }
@@ -112,6 +116,7 @@ impl<'a> Scheduler<'a> {
         ro.timer_lead_ns = cfg.timer_lead_ns;
         ro.wakeup_preempt = cfg.wakeup_preempt;
         ro.sample_load = cfg.sample_load;
+        ro.rcu_boost = cfg.rcu_boost;
 
         let mut skel = scx_ops_load!(skel, floor_ops, uei)?;
         // The policy loop runs on this (the main) thread: its runs are not load samples.

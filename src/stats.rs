@@ -51,6 +51,9 @@ pub struct CpuCounters {
     /// queued tasks the starvation guard dispatched out of vtime order
     /// (they had waited `FLOOR_STARVE_MS`, bpf/intf.h)
     pub nr_starve_rescue: u64,
+    /// tasks preempted inside an RCU read-side section that queued at the
+    /// front (`rcu_boost`, bpf/main.bpf.c)
+    pub nr_rcu_boost: u64,
     /// histogram of run lengths, ns
     pub runlen: Hist,
     /// histogram of overshoots past the slice, ns
@@ -111,6 +114,8 @@ pub struct CpuInterval {
     pub wakeup_preempts: u64,
     /// queued tasks dispatched by the starvation guard
     pub starve_rescues: u64,
+    /// preempted RCU readers queued at the front
+    pub rcu_boosts: u64,
 }
 
 fn per_s(d_ns: u64, dt_ns: u64) -> f64 {
@@ -171,6 +176,7 @@ pub fn interval(
         nr_runnable: b.nr_runnable,
         wakeup_preempts: b.nr_wakeup_preempt.saturating_sub(a.nr_wakeup_preempt),
         starve_rescues: b.nr_starve_rescue.saturating_sub(a.nr_starve_rescue),
+        rcu_boosts: b.nr_rcu_boost.saturating_sub(a.nr_rcu_boost),
     }
 }
 
@@ -182,11 +188,11 @@ fn opt(v: Option<f64>) -> String {
 pub fn format_table(rows: &[CpuInterval]) -> String {
     let mut s = String::from(
         "cpu normal_ms/s boost_ms/s starved_ms/s hi_preempt migrated   runs expired \
-         run_mean_us run_p99_us over_mean_us over_p99_us over_max_us timer_lat_us slice_us nr wake_preempt rescued\n",
+         run_mean_us run_p99_us over_mean_us over_p99_us over_max_us timer_lat_us slice_us nr wake_preempt rescued rcu_boost\n",
     );
     for r in rows {
         s += &format!(
-            "{:>3} {:>12.1} {:>10.1} {:>12.1} {:>10} {:>8} {:>6} {:>7} {:>11} {:>10} {:>12} {:>11} {:>11.1} {:>12.1} {:>8.0} {:>2} {:>12} {:>7}\n",
+            "{:>3} {:>12.1} {:>10.1} {:>12.1} {:>10} {:>8} {:>6} {:>7} {:>11} {:>10} {:>12} {:>11} {:>11.1} {:>12.1} {:>8.0} {:>2} {:>12} {:>7} {:>9}\n",
             r.cpu,
             r.normal_ms_per_s,
             r.boosted_ms_per_s,
@@ -208,7 +214,8 @@ pub fn format_table(rows: &[CpuInterval]) -> String {
                 r.nr_runnable.to_string()
             },
             r.wakeup_preempts,
-            r.starve_rescues
+            r.starve_rescues,
+            r.rcu_boosts
         );
     }
     s
