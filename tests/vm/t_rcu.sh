@@ -44,13 +44,15 @@ read -r n p50 p99 max < <(chrt -f 60 python3 "$(dirname "$0")/gp_latency.py" 25)
 k1=$(awk '{print $1 / 1e6, $3}' /proc/$kh/schedstat)
 kill -KILL "$h" 2>/dev/null
 wait "${pids[@]}" 2>/dev/null
-note "grace periods: $n, p50 $p50 ms, p99 $p99 ms, max $max ms (goal: max <= 1500 ms)"
+# the bound: a reader that may run only on CPU 1, under the hog, waits for
+# the server, which serves once per 1 s period (measured max 0.36-1.02 s)
+note "grace periods: $n, p50 $p50 ms, p99 $p99 ms, max $max ms (goal: max <= 2500 ms)"
 note "khugepaged: ran $(awk -v a="$k0" -v b="$k1" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f ms in %d runs", y[1] - x[1], y[2] - x[2] }') in 25 s"
 assert_not_ejected "$seq0"
 boosts=$(grep -E '^ {0,2}[0-9]+ ' "$FLOOR_LOG" | awk '{s += $NF} END {print s + 0}')
 note "preempted readers queued at the front: $boosts"
 [ "$boosts" -gt 0 ] || fail "no preempted RCU reader was queued at the front"
-le "$max" 1500 || fail "an RCU grace period took $max ms"
+le "$max" 2500 || fail "an RCU grace period took $max ms"
 e=$(dmesg_errors)
 [ -z "$e" ] || fail "kernel errors: $e"
 stop_floor || fail "scx_floor exited non-zero"
