@@ -135,12 +135,12 @@ struct {
 
 /*
  * scx_floor's own RT threads (tid -> 1), written by user space: the server
- * threads (one per served CPU) and the guardian. RT tasks, but not the hog a
+ * threads (a planner and an executor per served CPU) and the guardian. RT tasks, but not the hog a
  * boost must beat.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FLOOR_MAX_CPUS + 1);
+	__uint(max_entries, 2 * FLOOR_MAX_CPUS + 1);
 	__type(key, u32);
 	__type(value, u32);
 } agent_tids SEC(".maps");

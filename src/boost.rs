@@ -333,13 +333,24 @@ impl Drop for Journal {
     }
 }
 
+/// Whether `policy` is one scx_floor boosts to (SCHED_FIFO, SCHED_DEADLINE).
+pub fn is_boost_policy(policy: u32) -> bool {
+    policy == SCHED_FIFO || policy == SCHED_DEADLINE
+}
+
+/// Whether `tid` runs at a boost policy now (false when it is gone). A tid
+/// reused after the boosted task exited runs its own policy; one system call,
+/// where comparing start times in /proc takes three.
+pub fn at_boost_policy(tid: u32) -> bool {
+    get_attr(tid).is_ok_and(|a| is_boost_policy(a.sched_policy))
+}
+
 /// Whether a task found in the journal must be restored: it is the same task
 /// (same start time) and still runs at a boost policy.
 pub fn needs_restore(e: &Entry, now_start: Option<u64>, now_policy: Option<u32>) -> bool {
     now_start == Some(e.start)
-        && matches!(now_policy, Some(SCHED_FIFO) | Some(SCHED_DEADLINE))
-        && e.saved.sched_policy != SCHED_FIFO
-        && e.saved.sched_policy != SCHED_DEADLINE
+        && now_policy.is_some_and(is_boost_policy)
+        && !is_boost_policy(e.saved.sched_policy)
 }
 
 /// Puts back every task in the journal and empties it. Returns how many

@@ -1,26 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The policy loop: one real-time thread per served CPU, pinned to it, that
-//! steps that CPU's bandwidth server (`server.rs`) and carries out its boosts
-//! and restores (`boost.rs`); the main thread keeps the kernel's ext_server
-//! off while we serve (`knobs.rs`) and prints `--stats` at its normal policy.
+//! The policy loop: per served CPU a real-time planner thread that steps
+//! that CPU's bandwidth server (`server.rs`) and journals its boosts
+//! (`boost.rs`), and an executor thread pinned to the CPU that makes the
+//! SCHED_FIFO boosts and ends them (`executor.rs`); the main thread keeps the
+//! kernel's ext_server off while we serve (`knobs.rs`) and prints `--stats`
+//! at its normal policy.
 //!
-//! Why a thread on each served CPU rather than one loop on a free CPU: a boost
-//! or a restore done from another CPU takes effect only when the target CPU
-//! reschedules after an IPI. Measured in the project's VM (7.3.4, TCG, stock
-//! kernel, no sched_ext): 0.8 to 4 ms from sched_setattr() on CPU 0 to the
-//! boosted task running on CPU 1, and 1.3 to 2.4 ms from the restore to it
-//! stopping. Done on the CPU itself, from a local hrtimer wake-up, both are
-//! a plain local reschedule, and the budget is cut off with hrtimer
-//! precision — the way the kernel enforces its own dl_server, per CPU.
+//! Why the split: a boost or a restore done from another CPU takes effect
+//! only when the target CPU reschedules after an IPI. Measured in the
+//! project's VM (7.3.4, TCG, stock kernel, no sched_ext): 0.8 to 4 ms from
+//! sched_setattr() on CPU 0 to the boosted task running on CPU 1, and 1.3 to
+//! 2.4 ms from the restore to it stopping. Done on the CPU itself, from a
+//! local hrtimer wake-up, both are a plain local reschedule, and the budget
+//! is cut off with hrtimer precision, the way the kernel enforces its own
+//! dl_server, per CPU. But the RT task on that CPU also sees each run of a
+//! scx_floor thread there as noise, and the planner's steps are long under
+//! TCG (1-6 ms): so only the executor's two system calls run there.
 //!
 //! The threads must never starve, or the floor they promise is gone:
-//! - Each runs at SCHED_FIFO 99 on its CPU (boosts go to at most 98): no
-//!   RT task below 99 can keep it from running. It sleeps until its next
-//!   event (period edge, zero-laxity activation, end of a boost) and runs
-//!   for microseconds on hardware (0.1-3 ms per step under TCG, where system
-//!   calls are slow), so the time it takes from the RT task is small. A
-//!   SCHED_FIFO 99 or SCHED_DEADLINE hog on a served CPU is above the server
-//!   (as it is above the kernel's RT throttling); the README says so.
+//! - Each runs at SCHED_FIFO 99 (boosts go to at most 98): no RT task below
+//!   99 can keep it from running. The planner runs on any online CPU, placed
+//!   by the kernel away from CPUs held by RT tasks where it can be; the
+//!   executor only on its CPU. Both sleep until their next event and run for
+//!   microseconds on hardware. A SCHED_FIFO 99 or SCHED_DEADLINE hog on a
+//!   served CPU is above the executor (as it is above the kernel's RT
+//!   throttling); the README says so.
 //! - All memory is locked (`mlockall(MCL_CURRENT | MCL_FUTURE)`): the loop is
 //!   small, so locking everything is simpler and safer than a locked-memory
 //!   allocator, and it also covers libbpf's and the std library's memory.
@@ -38,6 +42,7 @@ use log::{debug, info, warn};
 use scx_utils::UserExitInfo;
 
 use crate::boost::{self, Entry, Journal, SchedAttr};
+use crate::executor::{End, Executor, StopOnDrop};
 use crate::knobs::{self, Knobs};
 use crate::sched::{monotonic_ns, online_cpus, BpfView, Scheduler};
 use crate::server::{Action, CpuServer, ServerConfig, TaskNow, Waiter, MAX_BOOSTED};
@@ -112,6 +117,9 @@ struct BoostCounts {
     dl_refused: bool,
 }
 
+/// How long a boost posted to the executor may wait to be taken, ns.
+const EXEC_TAKE_TIMEOUT_NS: u64 = 100_000_000;
+
 /// Longest sleep of a server thread, ns. It is woken earlier by the BPF side
 /// (starvation begins, a boosted task blocks) and by the stop eventfd.
 const MAX_SLEEP_NS: u64 = 1_000_000_000;
@@ -174,7 +182,18 @@ fn waiters_of(
     v.into_iter().map(|(_, w)| w).collect()
 }
 
-/// The server of one CPU and what it changed; lives in that CPU's thread.
+/// Restores `tid` (journal entry `e`) from this thread if it still runs at a
+/// boost policy ([`boost::at_boost_policy`]).
+fn restore_here(tid: u32, e: &Entry) -> std::io::Result<()> {
+    if boost::at_boost_policy(tid) {
+        boost::set_attr(tid, &boost::restore_attr_of(&e.saved))
+    } else {
+        Ok(())
+    }
+}
+
+/// The server of one CPU and what it changed; lives in that CPU's planner
+/// thread.
 struct CpuAgent<'v> {
     cpu: usize,
     view: &'v BpfView,
@@ -190,6 +209,15 @@ struct CpuAgent<'v> {
     online: Vec<usize>,
     /// the last step asked for a second look at once (see `step`)
     looked_again: bool,
+    /// makes the SCHED_FIFO boosts on the served CPU itself (None: in
+    /// kernel-cut and DEADLINE-only modes, where the kernel ends boosts)
+    exec: Option<&'v Executor>,
+    /// boosted tid -> the executor's post id, for boosts the executor made
+    exec_ids: HashMap<u32, u64>,
+    /// posts whose system call has not been seen yet: (tid, id, posted at ns)
+    posted: Vec<(u32, u64, u64)>,
+    /// posts the executor was asked to end: (tid, id, journal entry, slot)
+    ending: Vec<(u32, u64, Entry, usize)>,
 }
 
 impl<'v> CpuAgent<'v> {
@@ -234,7 +262,23 @@ impl<'v> CpuAgent<'v> {
         if res.is_err() && self.mode != BoostMode::Deadline {
             // SCHED_DEADLINE refused (EPERM: pinned while sched_rt_runtime_us
             // >= 0; EBUSY: admission control): one above the CPU's RT hog.
-            res = boost::set_attr(tid, &boost::fifo_attr(self.hi_prio));
+            let attr = boost::fifo_attr(self.hi_prio);
+            res = match self.exec {
+                // Counted as made; a failure is settled at the next step.
+                Some(ex) => {
+                    let id = ex.post(
+                        tid,
+                        slot,
+                        &attr,
+                        &boost::restore_attr_of(&entry.saved),
+                        budget_ns,
+                    );
+                    self.exec_ids.insert(tid, id);
+                    self.posted.push((tid, id, monotonic_ns()));
+                    Ok(())
+                }
+                None => boost::set_attr(tid, &attr),
+            };
         }
         if let Err(e) = res {
             self.view.boosted_del(tid);
@@ -253,32 +297,84 @@ impl<'v> CpuAgent<'v> {
 
     fn restore(&mut self, tid: u32) {
         if let Some((e, slot)) = self.boosted.remove(&tid) {
-            // Still at a boost policy? A tid reused after the boosted task
-            // exited runs its own policy and is left alone. (One system call,
-            // where comparing start times in /proc takes three.)
-            let same = matches!(
-                boost::get_attr(tid).map(|a| a.sched_policy),
-                Ok(boost::SCHED_FIFO) | Ok(boost::SCHED_DEADLINE)
-            );
-            let res = if same {
-                boost::set_attr(tid, &boost::restore_attr_of(&e.saved))
-            } else {
-                Ok(())
-            };
-            match res {
-                Ok(()) => {}
-                Err(err) if err.raw_os_error() == Some(libc::ESRCH) => {}
-                Err(err) => {
-                    // Keep the journal record: the exit path (or the
-                    // guardian) replays it. The slot stays taken.
-                    warn!("restoring task {tid}: {err} (kept in the journal)");
-                    self.view.boosted_del(tid);
+            // A boost of the executor is ended there (at once if it is not
+            // over yet); the rest is done when its result is in.
+            let post = self.exec.zip(self.exec_ids.remove(&tid));
+            let res = match post.map_or(End::Unknown, |(ex, id)| ex.end(id)) {
+                End::Done(r) => r,
+                End::Pending => {
+                    let id = post.map_or(0, |(_, id)| id);
+                    self.posted.retain(|p| p.1 != id);
+                    self.ending.push((tid, id, e, slot));
                     return;
                 }
+                End::Unknown => restore_here(tid, &e),
+            };
+            if let Some((ex, id)) = post {
+                self.posted.retain(|p| p.1 != id);
+                let _ = ex.take_started(id);
             }
-            self.journal.forget(slot);
-            self.view.boosted_del(tid);
-            self.free_slots.push(slot);
+            self.restored(tid, slot, res);
+        }
+    }
+
+    /// The bookkeeping after the restore of `tid` (boost slot `slot`).
+    fn restored(&mut self, tid: u32, slot: usize, res: std::io::Result<()>) {
+        match res {
+            Ok(()) => {}
+            Err(err) if err.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(err) => {
+                // Keep the journal record: the exit path (or the guardian)
+                // replays it. The slot stays taken.
+                warn!("restoring task {tid}: {err} (kept in the journal)");
+                self.view.boosted_del(tid);
+                return;
+            }
+        }
+        self.journal.forget(slot);
+        self.view.boosted_del(tid);
+        self.free_slots.push(slot);
+    }
+
+    /// Takes in the executor's results: boosts it failed to make (or did
+    /// not take within 100 ms: a SCHED_FIFO 99 or DEADLINE task holds the
+    /// CPU) are undone here, restores it made are booked.
+    fn settle(&mut self) {
+        let Some(ex) = self.exec else { return };
+        let now = monotonic_ns();
+        for (tid, id, at) in std::mem::take(&mut self.posted) {
+            let res = match ex.take_started(id) {
+                Some(r) => r,
+                None if now.saturating_sub(at) > EXEC_TAKE_TIMEOUT_NS && ex.withdraw(id) => {
+                    Err(std::io::Error::from_raw_os_error(libc::ETIMEDOUT))
+                }
+                None => {
+                    self.posted.push((tid, id, at));
+                    continue;
+                }
+            };
+            if let Err(e) = res {
+                debug!("cpu {}: boost of {tid} failed: {e}", self.cpu);
+                self.exec_ids.remove(&tid);
+                if let Some((_, slot)) = self.boosted.remove(&tid) {
+                    self.view.boosted_del(tid);
+                    self.journal.forget(slot);
+                    self.free_slots.push(slot);
+                }
+                self.view.forget_waiter(tid);
+                self.counts.fifo = self.counts.fifo.saturating_sub(1);
+                self.counts.failed += 1;
+                self.server.drop_boost(tid);
+            }
+        }
+        for (tid, id, e, slot) in std::mem::take(&mut self.ending) {
+            match ex.take_ended(id) {
+                Some(r) => {
+                    let _ = ex.take_started(id);
+                    self.restored(tid, slot, r)
+                }
+                None => self.ending.push((tid, id, e, slot)),
+            }
         }
     }
 
@@ -287,23 +383,36 @@ impl<'v> CpuAgent<'v> {
         for tid in tids {
             self.restore(tid);
         }
+        if let Some(ex) = self.exec {
+            ex.stop(true);
+            self.settle();
+        }
+        // An executor that could not run in 2 s: restore from here.
+        for (tid, _, e, slot) in std::mem::take(&mut self.ending) {
+            let r = restore_here(tid, &e);
+            self.restored(tid, slot, r);
+        }
         self.server.drop_all();
     }
 
     /// Steps the server once; returns when to step again (ns).
     fn step(&mut self) -> u64 {
+        self.settle();
         let (s, _, hi) = self.view.sample(self.cpu);
         if hi.policy == boost::SCHED_FIFO || hi.policy == boost::SCHED_RR {
             self.hi_prio = hi.prio;
         }
         let (cpu, view) = (self.cpu, self.view);
-        let boosted = &self.boosted;
+        let (boosted, exec, ids) = (&self.boosted, self.exec, &self.exec_ids);
         let task = |pid: u32| {
             let (_, slot) = boosted.get(&pid)?;
             let (spid, runtime_ns, blocked) = view.slot(*slot);
             (spid == pid).then_some(TaskNow {
                 runtime_ns,
                 runnable: !blocked,
+                cut: exec
+                    .zip(ids.get(&pid))
+                    .is_some_and(|(ex, id)| ex.ended(*id)),
             })
         };
         let online = &self.online;
@@ -362,6 +471,13 @@ impl<'v> CpuAgent<'v> {
                         s.now_ns as f64 / 1e6
                     );
                     self.restore(pid);
+                }
+            }
+        }
+        if let Some(ex) = self.exec {
+            for a in self.server.active() {
+                if let Some(id) = self.exec_ids.get(&a.pid) {
+                    ex.set_limit(*id, a.base_ns + a.share_ns);
                 }
             }
         }
@@ -431,22 +547,6 @@ fn rt_setup(cpus: &[usize]) -> Result<()> {
     Ok(())
 }
 
-/// Where the server thread of `cpu` may run: on `cpu` itself, so that it
-/// ends boosts with a local reschedule; in kernel-cut mode on any online CPU,
-/// placed by the kernel at each wake-up: a waking RT task whose CPU runs a
-/// pinned RT task, or one of higher or equal priority, goes to the CPU
-/// running the lowest-priority task (select_task_rq_rt() and find_lowest_rq(),
-/// kernel/sched/rt.c), which is a CPU no RT task holds whenever there is one.
-/// (Pinning each thread to "the other CPUs" put the thread of CPU 0 on CPU 1
-/// in a 2-CPU VM: 15 gaps > 1 ms for S0's probe on CPU 1 from 2 boosts.)
-fn thread_cpus(cpu: usize, kernel_cut: bool, online: &[usize]) -> Vec<usize> {
-    if kernel_cut {
-        online.to_vec()
-    } else {
-        vec![cpu]
-    }
-}
-
 /// Sleeps until `t_ns` (CLOCK_MONOTONIC) or until one of `fds` becomes
 /// readable, whichever comes first; returns whether `fds[0]` did. ppoll()
 /// takes a nanosecond timeout, and an RT task's poll timeout has no slack.
@@ -503,8 +603,28 @@ impl Drop for StopFd {
     }
 }
 
-/// The thread of one served CPU: runs until `stop` or ejection, then
+/// Registers the calling thread as one of scx_floor's own (its runs never
+/// count as a higher class taking a CPU: done before it becomes RT), then
+/// [`rt_setup`].
+fn agent_setup(view: &BpfView, cpus: &[usize]) -> Result<()> {
+    // SAFETY: plain syscall.
+    view.register_agent(unsafe { libc::gettid() } as u32)?;
+    rt_setup(cpus)
+}
+
+/// The server of one served CPU: runs until `stop` or ejection, then
 /// restores what it boosted.
+///
+/// Two threads, both SCHED_FIFO 99. The planner (this one: sample, choose,
+/// journal) may run on any online CPU and is placed by the kernel at each
+/// wake-up: a waking RT task whose CPU runs a pinned RT task, or one of
+/// higher or equal priority, goes to the CPU running the lowest-priority
+/// task (`select_task_rq_rt()`/`find_lowest_rq()`, kernel/sched/rt.c), a
+/// CPU no RT task holds whenever there is one. Its steps cost 1-6 ms under
+/// TCG and were, when it ran on the served CPU, the RT task's longest gaps
+/// (S0). The executor (`executor.rs`), pinned to the served CPU, makes the
+/// SCHED_FIFO boosts there and ends them by a local timer. In kernel-cut and
+/// DEADLINE-only modes the kernel ends boosts and there is no executor.
 fn serve_cpu(
     cpu: usize,
     view: &BpfView,
@@ -515,12 +635,59 @@ fn serve_cpu(
     report: &Mutex<ServerRow>,
 ) -> Result<()> {
     let kernel_cut = sc.kernel_cut;
-    // Registered before it becomes RT: its own runs never count as a higher
-    // class taking the CPU.
-    // SAFETY: plain syscall.
-    view.register_agent(unsafe { libc::gettid() } as u32)?;
     let online = online_cpus()?;
-    rt_setup(&thread_cpus(cpu, kernel_cut, &online))?;
+    agent_setup(view, &online)?;
+    let exec = Executor::default();
+    let with_exec = !kernel_cut && cfg.boost_mode != BoostMode::Deadline;
+    std::thread::scope(|s| -> Result<()> {
+        let _stopper = StopOnDrop(&exec);
+        if with_exec {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let ex = &exec;
+            std::thread::Builder::new()
+                .name(format!("scx_floor-x/{cpu}"))
+                .spawn_scoped(s, move || {
+                    let r = agent_setup(view, &[cpu]);
+                    // warm up the system call's path
+                    let _ = boost::get_attr(0);
+                    let ok = r.is_ok();
+                    let _ = tx.send(r);
+                    if ok {
+                        ex.run(view);
+                    }
+                })?;
+            rx.recv()
+                .context("the executor thread ended")?
+                .with_context(|| format!("the executor thread of CPU {cpu}"))?;
+        }
+        plan_cpu(
+            cpu,
+            view,
+            cfg,
+            sc,
+            stop,
+            stop_fd,
+            report,
+            with_exec.then_some(&exec),
+            online,
+        )
+    })
+}
+
+/// The planner's loop (see [`serve_cpu`]).
+#[allow(clippy::too_many_arguments)]
+fn plan_cpu(
+    cpu: usize,
+    view: &BpfView,
+    cfg: &PolicyConfig,
+    sc: ServerConfig,
+    stop: &AtomicBool,
+    stop_fd: i32,
+    report: &Mutex<ServerRow>,
+    exec: Option<&Executor>,
+    online: Vec<usize>,
+) -> Result<()> {
+    let kernel_cut = sc.kernel_cut;
     let (s, _, _) = view.sample(cpu);
     let mut a = CpuAgent {
         cpu,
@@ -541,6 +708,10 @@ fn serve_cpu(
             .collect(),
         online,
         looked_again: false,
+        exec,
+        exec_ids: HashMap::new(),
+        posted: Vec::new(),
+        ending: Vec::new(),
     };
     // Warm up the paths a step takes (the BPF map lookup, /proc, the journal
     // pages, sched_*attr): their first call costs milliseconds in a VM (cold

@@ -156,6 +156,10 @@ pub struct TaskNow {
     pub runtime_ns: u64,
     /// runnable (running or waiting for the CPU), not blocked
     pub runnable: bool,
+    /// its boost was already ended where it runs (the executor's limit):
+    /// it ends here as exhausted if its share was used, else as blocked (the
+    /// share grew after the cut: the rest goes to a new boost)
+    pub cut: bool,
 }
 
 /// Why a boost ends.
@@ -326,7 +330,6 @@ impl CpuServer {
     }
 
     /// The boosts in progress.
-    #[cfg(test)]
     pub fn active(&self) -> &[ActiveBoost] {
         &self.active
     }
@@ -388,11 +391,11 @@ impl CpuServer {
     /// `waiters` is called (at most once) only when the server needs the
     /// tasks starving on this CPU.
     ///
-    /// The step runs on the served CPU, so no boosted task runs during it:
-    /// the run times it reads are final for the tasks it restores. (In
-    /// kernel-cut mode it may run elsewhere; the kernel ends each boost then,
-    /// and a boost still running when it is restored is counted up to the
-    /// step.)
+    /// The step runs off the served CPU (the planner, placed by the kernel),
+    /// so a boosted task may still run while it reads: a boost it ends is
+    /// counted up to the step, and the little it runs until its restore
+    /// takes effect is not (FIFO mode: the executor, on the served CPU, ends
+    /// boosts at their limit itself, and those are counted in full: `cut`).
     pub fn step(
         &mut self,
         s: &Sample,
@@ -496,10 +499,12 @@ impl CpuServer {
         let mut keep: Vec<(ActiveBoost, u64)> = Vec::new();
         for a in std::mem::take(&mut self.active) {
             match task(a.pid) {
-                Some(t) if t.runnable => {
+                Some(t) if t.runnable || t.cut => {
                     let used = t.runtime_ns.saturating_sub(a.base_ns);
-                    if used + END_SLACK_NS.min(a.share_ns / 2) >= a.share_ns || owed < MIN_BOOST_NS
-                    {
+                    let spent = used + END_SLACK_NS.min(a.share_ns / 2) >= a.share_ns;
+                    if t.cut && !spent {
+                        self.end_boost(&a, used, RestoreWhy::Blocked, &mut out);
+                    } else if spent || t.cut || owed < MIN_BOOST_NS {
                         self.end_boost(&a, used, RestoreWhy::Exhausted, &mut out);
                         self.exhausted.push(a.pid);
                     } else {
@@ -667,11 +672,18 @@ mod tests {
         Waiter { pid, weight }
     }
 
-    /// Tasks: pid -> (run time ns, runnable).
-    struct Tasks(RefCell<HashMap<u32, (u64, bool)>>);
+    /// Tasks: pid -> (run time ns, runnable); the pids whose boost the
+    /// executor cut.
+    struct Tasks(RefCell<HashMap<u32, (u64, bool)>>, RefCell<Vec<u32>>);
     impl Tasks {
         fn new(pids: &[u32]) -> Self {
-            Tasks(RefCell::new(pids.iter().map(|p| (*p, (0, true))).collect()))
+            Tasks(
+                RefCell::new(pids.iter().map(|p| (*p, (0, true))).collect()),
+                RefCell::new(Vec::new()),
+            )
+        }
+        fn cut(&self, pid: u32) {
+            self.1.borrow_mut().push(pid);
         }
         fn run(&self, pid: u32, ns: u64) {
             self.0.borrow_mut().get_mut(&pid).unwrap().0 += ns;
@@ -683,6 +695,7 @@ mod tests {
             self.0.borrow().get(&pid).map(|(r, ok)| TaskNow {
                 runtime_ns: *r,
                 runnable: *ok,
+                cut: self.1.borrow().contains(&pid),
             })
         }
     }
@@ -880,6 +893,37 @@ mod tests {
         assert_eq!(s.stats.overrun.total(), 1);
         assert!(s.active().is_empty());
         assert_eq!(st.next_ns, 1000 * MS);
+    }
+
+    #[test]
+    fn a_boost_cut_by_the_executor_counts_its_overrun_or_hands_on_the_rest() {
+        // Cut at its limit after 50.2 ms of a 50 ms share: exhausted, with
+        // its overrun measured (once counted as blocked: no overrun stat).
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        t.run(7, 50 * MS + 200_000);
+        t.cut(7);
+        let smp = Sample {
+            now_ns: 999 * MS,
+            normal_runtime_ns: 50 * MS + 200_000,
+            boosted_runtime_ns: 50 * MS + 200_000,
+            ..Default::default()
+        };
+        let st = s.step(&smp, |p| t.get(p), || panic!("nothing owed"));
+        assert_eq!(restores(&st), vec![(7, RestoreWhy::Exhausted)]);
+        assert_eq!(s.stats.max_overrun_ns, 200_000);
+        assert_eq!(s.stats.handed_over, 0);
+        // Cut at a limit below its share (the share grew after the cut): the
+        // rest is owed and goes to a new boost of the waiters at once.
+        let t = Tasks::new(&[7, 8]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        t.run(7, 20 * MS);
+        t.cut(7);
+        let st = s.step(&at(970, 20, 20), |p| t.get(p), || vec![w(8, 100)]);
+        assert_eq!(restores(&st), vec![(7, RestoreWhy::Blocked)]);
+        assert_eq!(boosts(&st), vec![(8, 30 * MS)]);
     }
 
     #[test]

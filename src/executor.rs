@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The boost executor: a SCHED_FIFO 99 thread pinned to a served CPU that
+//! makes the policy changes of that CPU's SCHED_FIFO boosts there, and ends
+//! each one when the boosted task has run its share.
+//!
+//! Why: the RT task that holds a served CPU sees every run of a scx_floor
+//! thread on that CPU as noise (S0). The server thread's step (sample the
+//! BPF maps, choose, journal) cost 1-6 ms under TCG, traced with sched_switch
+//! and raw_syscalls events; the probe on the served CPU saw a 3.7-6.4 ms gap
+//! per boost. So the server thread (the planner) now runs on another CPU, and
+//! only the two `sched_setattr()` calls of a boost run here: 0.1-0.3 ms each
+//! under TCG. A boost made from another CPU instead ends late: its end needs
+//! the planner's wake-up there and an IPI here, 0.3-1.5 ms measured; here it
+//! is a local hrtimer wake-up and a local reschedule.
+//!
+//! SCHED_DEADLINE boosts do not come here: the kernel ends them itself.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::boost::{self, SchedAttr};
+use crate::sched::{monotonic_ns, BpfView};
+
+/// A boost the executor holds: post `id`, task `tid`, counted in BPF boost
+/// slot `slot`; it ends when the slot's run time reaches `limit_ns` (ns), or
+/// when the planner asks.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    id: u64,
+    tid: u32,
+    slot: usize,
+    limit_ns: u64,
+    restore: SchedAttr,
+    end_now: bool,
+}
+
+#[derive(Default)]
+struct State {
+    /// the id of the next post
+    next_id: u64,
+    /// boosts to start, in order
+    todo: Vec<(Held, SchedAttr)>,
+    /// boosts made (or being made: visible to [`Executor::end`] while the
+    /// system call runs) and not yet ended
+    held: Vec<Held>,
+    /// (post id, result of the boost's sched_setattr: errno or 0)
+    started: Vec<(u64, i32)>,
+    /// (post id, result of the restoring sched_setattr: errno or 0)
+    ended: Vec<(u64, i32)>,
+    /// a limit was lowered since the executor last looked
+    dirty: bool,
+    stop: bool,
+    /// the loop has returned (after a stop)
+    done: bool,
+}
+
+/// The shared state of one CPU's executor and its planner. The planner
+/// never waits for the executor while it serves, and the executor never
+/// wakes the planner: a wake-up across CPUs from the served CPU was traced
+/// to pull the planner onto it (RT pull at the executor's sleep). Results
+/// are kept per post (an id), so a task boosted again is never confused
+/// with its previous boost.
+#[derive(Default)]
+pub struct Executor {
+    st: Mutex<State>,
+    /// the planner posted work, lowered a limit, asked an end or a stop
+    to_exec: Condvar,
+    /// the loop returned
+    to_planner: Condvar,
+}
+
+/// Where a boost of the executor stands when the planner asks it to end.
+#[derive(Debug)]
+pub enum End {
+    /// restored by the executor (or never started): the result of its
+    /// restoring `sched_setattr()`
+    Done(std::io::Result<()>),
+    /// asked to end; the result comes from [`Executor::take_ended`]
+    Pending,
+    /// not a post the executor knows (its result was taken)
+    Unknown,
+}
+
+fn errno_of(r: std::io::Result<()>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
+    }
+}
+
+fn result_of(errno: i32) -> std::io::Result<()> {
+    if errno == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::from_raw_os_error(errno))
+    }
+}
+
+fn take(v: &mut Vec<(u64, i32)>, id: u64) -> Option<std::io::Result<()>> {
+    let i = v.iter().position(|(x, _)| *x == id)?;
+    Some(result_of(v.swap_remove(i).1))
+}
+
+impl Executor {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The executor thread's loop, until [`Executor::stop`]: it starts the
+    /// boosts posted, sleeps until the earliest end of a share (run time of
+    /// the boost slot, read from the mmapped BPF data: no system call), and
+    /// restores. On stop it starts nothing and restores what it still holds,
+    /// each only if still at a boost policy (the planner may have restored
+    /// it from its own CPU after 2 s, and the tid may have been reused).
+    pub fn run(&self, view: &BpfView) {
+        self.run_with(
+            |slot| {
+                let (pid, ran, _) = view.slot(slot);
+                (pid, ran)
+            },
+            boost::set_attr,
+            boost::at_boost_policy,
+        )
+    }
+
+    /// [`Executor::run`] with its reads and system calls given: `slot`
+    /// returns a boost slot's (tid, run time in ns); `set_attr` changes a
+    /// task's policy; `boosted` tells whether a task is at a boost policy.
+    fn run_with(
+        &self,
+        slot: impl Fn(usize) -> (u32, u64),
+        mut set_attr: impl FnMut(u32, &SchedAttr) -> std::io::Result<()>,
+        boosted: impl Fn(u32) -> bool,
+    ) {
+        let mut g = self.lock();
+        loop {
+            let todo = std::mem::take(&mut g.todo);
+            let stop = g.stop;
+            for (h, _) in &todo {
+                g.held.push(*h);
+            }
+            drop(g);
+            let results: Vec<(u64, i32)> = todo
+                .iter()
+                .map(|(h, attr)| {
+                    let e = if stop {
+                        libc::ECANCELED
+                    } else {
+                        errno_of(set_attr(h.tid, attr))
+                    };
+                    (h.id, e)
+                })
+                .collect();
+            g = self.lock();
+            for (id, e) in results {
+                g.started.push((id, e));
+                if e != 0 {
+                    if let Some(i) = g.held.iter().position(|h| h.id == id) {
+                        // Asked to end while it was being made: ended, as
+                        // nothing changed.
+                        if g.held.swap_remove(i).end_now {
+                            g.ended.push((id, 0));
+                        }
+                    }
+                }
+            }
+            g.dirty = false;
+            // Shares used up, ends asked for: restore those. The others are
+            // looked at again after the least run time left: run time grows
+            // no faster than the clock, so that is the earliest end.
+            let mut left = u64::MAX;
+            let mut ending = Vec::new();
+            g.held.retain(|h| {
+                let (spid, ran) = slot(h.slot);
+                if stop || h.end_now || spid != h.tid || ran >= h.limit_ns {
+                    ending.push(*h);
+                    false
+                } else {
+                    left = left.min(h.limit_ns - ran);
+                    true
+                }
+            });
+            if !ending.is_empty() {
+                drop(g);
+                let res: Vec<(u64, i32)> = ending
+                    .iter()
+                    .map(|h| {
+                        let e = if stop && !boosted(h.tid) {
+                            0
+                        } else {
+                            errno_of(set_attr(h.tid, &h.restore))
+                        };
+                        (h.id, e)
+                    })
+                    .collect();
+                g = self.lock();
+                g.ended.extend(res);
+            }
+            if !g.todo.is_empty() || g.dirty || g.held.iter().any(|h| h.end_now) {
+                continue;
+            }
+            if g.stop {
+                if g.held.is_empty() {
+                    g.done = true;
+                    self.to_planner.notify_all();
+                    return;
+                }
+                continue;
+            }
+            g = if left == u64::MAX {
+                self.to_exec.wait(g).unwrap_or_else(|e| e.into_inner())
+            } else {
+                let d = Duration::from_nanos(left);
+                self.to_exec
+                    .wait_timeout(g, d)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            };
+        }
+    }
+
+    /// Planner: boost `tid` with `attr` on the executor's CPU until BPF
+    /// boost slot `slot` counts `limit_ns` of run time (ns; see
+    /// [`Executor::set_limit`]), then give it `restore`. Returns at once,
+    /// with the post's id; the boost's result comes from
+    /// [`Executor::take_started`].
+    pub fn post(
+        &self,
+        tid: u32,
+        slot: usize,
+        attr: &SchedAttr,
+        restore: &SchedAttr,
+        limit_ns: u64,
+    ) -> u64 {
+        let mut g = self.lock();
+        let id = g.next_id;
+        g.next_id += 1;
+        let h = Held {
+            id,
+            tid,
+            slot,
+            limit_ns,
+            restore: *restore,
+            end_now: false,
+        };
+        g.todo.push((h, *attr));
+        self.to_exec.notify_one();
+        id
+    }
+
+    /// Planner: the result of post `id`'s boost system call, once made.
+    pub fn take_started(&self, id: u64) -> Option<std::io::Result<()>> {
+        take(&mut self.lock().started, id)
+    }
+
+    /// Planner: takes back post `id` if the executor has not begun it;
+    /// returns whether it did.
+    pub fn withdraw(&self, id: u64) -> bool {
+        let mut g = self.lock();
+        let n = g.todo.len();
+        g.todo.retain(|(h, _)| h.id != id);
+        g.todo.len() != n
+    }
+
+    /// Planner: post `id` now ends at `limit_ns` of slot run time (a share
+    /// is cut when less is owed, and grows by the rest of a share whose task
+    /// blocked). The executor is woken only for an earlier end.
+    pub fn set_limit(&self, id: u64, limit_ns: u64) {
+        let mut g = self.lock();
+        let g = &mut *g;
+        let h = g
+            .held
+            .iter_mut()
+            .chain(g.todo.iter_mut().map(|(h, _)| h))
+            .find(|h| h.id == id);
+        if let Some(h) = h {
+            if limit_ns < h.limit_ns {
+                g.dirty = true;
+                self.to_exec.notify_one();
+            }
+            h.limit_ns = limit_ns;
+        }
+    }
+
+    /// Planner: end post `id` (at once if the executor still holds it).
+    pub fn end(&self, id: u64) -> End {
+        let mut g = self.lock();
+        if let Some(h) = g.held.iter_mut().find(|h| h.id == id) {
+            h.end_now = true;
+            self.to_exec.notify_one();
+            return End::Pending;
+        }
+        let n = g.todo.len();
+        g.todo.retain(|(h, _)| h.id != id);
+        if g.todo.len() != n {
+            return End::Done(Ok(()));
+        }
+        match take(&mut g.ended, id) {
+            Some(r) => End::Done(r),
+            None => End::Unknown,
+        }
+    }
+
+    /// Planner: whether the executor has ended post `id` (its limit
+    /// reached, or asked) and its result is still there to take.
+    pub fn ended(&self, id: u64) -> bool {
+        self.lock().ended.iter().any(|(x, _)| *x == id)
+    }
+
+    /// Planner: the result of the executor's restore for post `id`, once
+    /// made.
+    pub fn take_ended(&self, id: u64) -> Option<std::io::Result<()>> {
+        take(&mut self.lock().ended, id)
+    }
+
+    /// Ends the executor's loop once it has restored what it holds; with
+    /// `wait`, returns only then (or after 2 s: a thread that cannot run).
+    pub fn stop(&self, wait: bool) {
+        let mut g = self.lock();
+        g.stop = true;
+        self.to_exec.notify_one();
+        let limit = monotonic_ns() + 2_000_000_000;
+        while wait && !g.done && monotonic_ns() < limit {
+            g = self
+                .to_planner
+                .wait_timeout(g, Duration::from_millis(100))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+/// Stops an executor (without waiting) when dropped: its planner's
+/// thread leaves by any path, a panic too.
+pub struct StopOnDrop<'a>(pub &'a Executor);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// An executor thread over a fake boost slot whose run time the test
+    /// sets, and fake system calls that log (tid, policy) and fail for tid 13.
+    struct Rig {
+        ex: Executor,
+        ran: AtomicU64,
+        calls: Mutex<Vec<(u32, u32)>>,
+    }
+
+    fn attrs() -> (SchedAttr, SchedAttr) {
+        (boost::fifo_attr(1), SchedAttr::default())
+    }
+
+    #[track_caller]
+    fn wait_for(what: impl Fn() -> bool) {
+        let t = monotonic_ns();
+        while !what() {
+            assert!(monotonic_ns() - t < 5_000_000_000, "timed out");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn with_rig(f: impl FnOnce(&Rig)) {
+        let rig = Rig {
+            ex: Executor::default(),
+            ran: AtomicU64::new(0),
+            calls: Mutex::new(Vec::new()),
+        };
+        std::thread::scope(|s| {
+            let r = &rig;
+            s.spawn(move || {
+                r.ex.run_with(
+                    |_| (7, r.ran.load(Ordering::SeqCst)),
+                    |tid, a| {
+                        r.calls.lock().unwrap().push((tid, a.sched_policy));
+                        if tid == 13 {
+                            Err(std::io::Error::from_raw_os_error(libc::EPERM))
+                        } else {
+                            Ok(())
+                        }
+                    },
+                    |_| true,
+                )
+            });
+            // Stopped on every path out, a failed assertion too (the
+            // scope would wait for the executor thread forever).
+            let _stop = StopOnDrop(&r.ex);
+            f(r);
+        });
+    }
+
+    #[test]
+    fn ends_at_the_limit_and_follows_its_changes() {
+        with_rig(|r| {
+            let (b, rs) = attrs();
+            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
+            wait_for(|| r.ex.take_started(id).is_some());
+            assert!(!r.ex.ended(id));
+            // Not yet at the limit: still held.
+            r.ran.store(500_000_000, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(!r.ex.ended(id));
+            // A lower limit wakes it (it sleeps up to 1 s otherwise): ended now.
+            let t = monotonic_ns();
+            r.ex.set_limit(id, 400_000_000);
+            wait_for(|| r.ex.ended(id));
+            assert!(
+                monotonic_ns() - t < 300_000_000,
+                "not woken by the lower limit"
+            );
+            assert!(matches!(r.ex.take_ended(id), Some(Ok(()))));
+            assert_eq!(*r.calls.lock().unwrap(), vec![(7, 1), (7, 0)]);
+        });
+    }
+
+    #[test]
+    fn end_asked_restores_at_once() {
+        with_rig(|r| {
+            let (b, rs) = attrs();
+            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
+            wait_for(|| r.ex.take_started(id).is_some());
+            assert!(matches!(r.ex.end(id), End::Pending));
+            wait_for(|| r.ex.ended(id));
+            assert!(matches!(r.ex.end(id), End::Done(Ok(()))));
+            // Its result was taken: the executor knows it no more.
+            assert!(matches!(r.ex.end(id), End::Unknown));
+            // The same task boosted again is a new post: the first one's
+            // end does not touch it.
+            let id2 = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
+            wait_for(|| r.ex.take_started(id2).is_some());
+            assert!(matches!(r.ex.end(id), End::Unknown));
+            assert!(!r.ex.ended(id2));
+            assert!(matches!(r.ex.end(id2), End::Pending));
+        });
+    }
+
+    #[test]
+    fn a_failed_boost_is_reported_and_not_held() {
+        with_rig(|r| {
+            let (b, rs) = attrs();
+            let id = r.ex.post(13, 0, &b, &rs, 1_000_000_000);
+            wait_for(|| r.ex.lock().started.iter().any(|(x, _)| *x == id));
+            let e = r.ex.take_started(id).unwrap().unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EPERM));
+            assert!(matches!(r.ex.end(id), End::Unknown));
+            assert_eq!(*r.calls.lock().unwrap(), vec![(13, 1)]);
+        });
+    }
+
+    #[test]
+    fn stop_restores_what_is_held() {
+        let rig_calls;
+        {
+            let mut out = Vec::new();
+            with_rig(|r| {
+                let (b, rs) = attrs();
+                let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
+                wait_for(|| r.ex.take_started(id).is_some());
+                r.ex.stop(true);
+                out = r.calls.lock().unwrap().clone();
+            });
+            rig_calls = out;
+        }
+        assert_eq!(rig_calls, vec![(7, 1), (7, 0)]);
+    }
+
+    #[test]
+    fn a_boost_not_taken_can_be_withdrawn() {
+        let ex = Executor::default();
+        let (b, rs) = attrs();
+        // No executor thread: nothing takes it.
+        let id = ex.post(7, 0, &b, &rs, 1_000);
+        assert!(ex.take_started(id).is_none());
+        assert!(ex.withdraw(id));
+        assert!(!ex.withdraw(id));
+        // Ending one never started changes nothing and reports success.
+        let id = ex.post(8, 0, &b, &rs, 1_000);
+        assert!(matches!(ex.end(id), End::Done(Ok(()))));
+        assert!(ex.lock().todo.is_empty());
+    }
+
+    #[test]
+    fn an_end_asked_while_the_boost_is_made_is_seen() {
+        // The executor's system call runs unlocked: the planner's end in
+        // that window must find the boost (it once found nothing and the
+        // task stayed boosted).
+        let ex = Executor::default();
+        let (b, rs) = attrs();
+        let id = ex.post(7, 0, &b, &rs, 1_000_000_000);
+        let calls = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                ex.run_with(
+                    |_| (7, 0),
+                    |tid, a| {
+                        if a.sched_policy == boost::SCHED_FIFO {
+                            // the planner asks the end during the call
+                            assert!(matches!(ex.end(id), End::Pending));
+                        }
+                        calls.lock().unwrap().push((tid, a.sched_policy));
+                        Ok(())
+                    },
+                    |_| true,
+                )
+            });
+            wait_for(|| ex.ended(id));
+            ex.stop(true);
+        });
+        assert_eq!(*calls.lock().unwrap(), vec![(7, 1), (7, 0)]);
+        assert!(matches!(ex.take_ended(id), Some(Ok(()))));
+    }
+}
