@@ -106,40 +106,6 @@ pub fn restore_attr_of(saved: &SchedAttr) -> SchedAttr {
     }
 }
 
-/// Gives `tid` its own policy back: `saved` are its attributes before the
-/// boost, `now` its attributes now (sched_getattr).
-///
-/// A task that leaves SCHED_DEADLINE keeps its bandwidth in the root domain's
-/// admission total (`dl_bw->total_bw`) until its 0-lag time, when the
-/// kernel's inactive timer releases it (kernel/sched/deadline.c:
-/// `sched_dl_overflow()` leaves the decrease to `switched_from_dl()` and
-/// `inactive_task_timer()`). That is up to a period later, and an overrun of
-/// `o` ns moves it `o * period / runtime` later still. Meanwhile the kernel
-/// refuses other SCHED_DEADLINE admissions and ext_server runtime writes
-/// that do not fit (EBUSY). A change of a SCHED_DEADLINE task's own
-/// parameters is accounted at once (same function), so a boost at
-/// SCHED_DEADLINE is first shrunk to the smallest reservation the kernel
-/// accepts ([`DL_MIN_RUNTIME_NS`] per its period, about 1e-6 of a CPU per
-/// second of period), then restored. A failed shrink is ignored: the restore
-/// is what matters. Errors: those of the restoring `sched_setattr()`.
-pub fn unboost(tid: u32, saved: &SchedAttr, now: &SchedAttr) -> std::io::Result<()> {
-    if now.sched_policy == SCHED_DEADLINE {
-        let _ = set_attr(tid, &dl_shrunk(now));
-    }
-    set_attr(tid, &restore_attr_of(saved))
-}
-
-/// The smallest SCHED_DEADLINE reservation with `now`'s period (its deadline
-/// when the period is 0): [`DL_MIN_RUNTIME_NS`] per period.
-pub fn dl_shrunk(now: &SchedAttr) -> SchedAttr {
-    let period = if now.sched_period > 0 {
-        now.sched_period
-    } else {
-        now.sched_deadline
-    };
-    deadline_attr(DL_MIN_RUNTIME_NS, period)
-}
-
 /// SCHED_DEADLINE boost: `runtime_ns` every `period_ns` (deadline = period;
 /// the period raised to the runtime and to [`DL_MIN_PERIOD_NS`] if shorter).
 pub fn deadline_attr(runtime_ns: u64, period_ns: u64) -> SchedAttr {
@@ -393,9 +359,9 @@ pub fn replay(j: &Journal) -> usize {
     let mut n = 0;
     for (i, e) in j.entries() {
         let start = stat_of(e.tid).map(|s| s.0);
-        let now = get_attr(e.tid).ok();
-        if let Some(now) = now.filter(|a| needs_restore(&e, start, Some(a.sched_policy))) {
-            match unboost(e.tid, &e.saved, &now) {
+        let policy = get_attr(e.tid).ok().map(|a| a.sched_policy);
+        if needs_restore(&e, start, policy) {
+            match set_attr(e.tid, &restore_attr_of(&e.saved)) {
                 Ok(()) => n += 1,
                 Err(err) => log::warn!("could not restore task {}: {err}", e.tid),
             }
@@ -467,23 +433,6 @@ mod tests {
             deadline_attr(10, 1_000_000).sched_runtime,
             DL_MIN_RUNTIME_NS
         );
-        // the shrink before a restore keeps the period (the deadline when
-        // the period is 0) and asks for the least runtime
-        let s = dl_shrunk(&deadline_attr(600_000_000, 700_000_000));
-        assert_eq!(
-            (
-                s.sched_policy,
-                s.sched_runtime,
-                s.sched_deadline,
-                s.sched_period
-            ),
-            (SCHED_DEADLINE, DL_MIN_RUNTIME_NS, 700_000_000, 700_000_000)
-        );
-        let no_period = SchedAttr {
-            sched_period: 0,
-            ..deadline_attr(5_000_000, 8_000_000)
-        };
-        assert_eq!(dl_shrunk(&no_period).sched_period, 8_000_000);
         assert_eq!(fifo_attr(50).sched_priority, 51);
         assert_eq!(fifo_attr(0).sched_priority, 1);
         assert_eq!(fifo_attr(98).sched_priority, MAX_BOOST_PRIO);
