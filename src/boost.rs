@@ -106,6 +106,64 @@ pub fn restore_attr_of(saved: &SchedAttr) -> SchedAttr {
     }
 }
 
+/// Gives `tid` its own policy back: `saved` are its attributes before the
+/// boost, `now` its attributes now (sched_getattr).
+///
+/// A SCHED_DEADLINE task switched to another policy while it sleeps keeps
+/// its bandwidth in the root domain's admission total (`dl_bw->total_bw`)
+/// for good if its 0-lag time had passed when it blocked: the kernel
+/// releases that bandwidth only from the 0-lag ("inactive") timer or for a
+/// queued task (kernel/sched/deadline.c, `task_non_contending()`,
+/// `switched_from_dl()`). Measured on Debian's 7.3.4: a 10 ms / 100 ms task
+/// made SCHED_OTHER while asleep left 0.1 CPU counted after it exited, and
+/// such leaks add up until the kernel refuses every DL admission and
+/// ext_server write (EBUSY). A change of a DL task's own parameters is
+/// accounted at once, so a sleeping boosted task is first given a
+/// reservation of zero bandwidth ([`dl_zero_attr`]), then its policy.
+/// Only a sleeping task with runtime left: one whose runtime is used up
+/// (negative after an overrun) is throttled, its 0-lag timer releases the
+/// bandwidth, and its replenishment timer, were its reservation shrunk,
+/// would push its deadline far out (runtime is added a period at a time
+/// until positive), and a later boost keeps a deadline that has not passed.
+/// A runnable task is not shrunk either: the kernel releases its bandwidth
+/// at its 0-lag time, and shrinking every restore (tried) broke kernel-cut
+/// boosts and once drove total_bw negative. A failed shrink is ignored.
+/// Errors: those of the restoring `sched_setattr()`.
+pub fn unboost(tid: u32, saved: &SchedAttr, now: &SchedAttr) -> std::io::Result<()> {
+    if now.sched_policy == SCHED_DEADLINE
+        && stat_of(tid).is_some_and(|(_, state)| state != 'R')
+        && dl_runtime_left(tid).is_some_and(|r| r > 0)
+    {
+        let _ = set_attr(tid, &dl_zero_attr());
+    }
+    set_attr(tid, &restore_attr_of(saved))
+}
+
+/// Period of the zero-bandwidth reservation, ns: with [`DL_MIN_RUNTIME_NS`]
+/// per period, the kernel's bandwidth (runtime << 20) / period rounds to 0
+/// for any period above 1.07 s (kernel/sched/core.c `to_ratio()`); 2 s is
+/// within the default `kernel.sched_deadline_period_max_us` (4.19 s).
+pub const DL_ZERO_BW_PERIOD_NS: u64 = 2_000_000_000;
+
+/// A SCHED_DEADLINE reservation the kernel counts as zero bandwidth.
+pub fn dl_zero_attr() -> SchedAttr {
+    deadline_attr(DL_MIN_RUNTIME_NS, DL_ZERO_BW_PERIOD_NS)
+}
+
+/// Runtime left in `tid`'s current SCHED_DEADLINE period, ns (`dl.runtime`
+/// in /proc/PID/sched; negative after an overrun). `None` when unreadable.
+pub fn dl_runtime_left(tid: u32) -> Option<i64> {
+    parse_dl_runtime(&fs::read_to_string(format!("/proc/{tid}/sched")).ok()?)
+}
+
+/// The `dl.runtime` value of a /proc/PID/sched text.
+pub fn parse_dl_runtime(s: &str) -> Option<i64> {
+    s.lines()
+        .find_map(|l| l.strip_prefix("dl.runtime"))
+        .and_then(|rest| rest.split(':').nth(1))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// SCHED_DEADLINE boost: `runtime_ns` every `period_ns` (deadline = period;
 /// the period raised to the runtime and to [`DL_MIN_PERIOD_NS`] if shorter).
 pub fn deadline_attr(runtime_ns: u64, period_ns: u64) -> SchedAttr {
@@ -359,9 +417,9 @@ pub fn replay(j: &Journal) -> usize {
     let mut n = 0;
     for (i, e) in j.entries() {
         let start = stat_of(e.tid).map(|s| s.0);
-        let policy = get_attr(e.tid).ok().map(|a| a.sched_policy);
-        if needs_restore(&e, start, policy) {
-            match set_attr(e.tid, &restore_attr_of(&e.saved)) {
+        let now = get_attr(e.tid).ok();
+        if let Some(now) = now.filter(|a| needs_restore(&e, start, Some(a.sched_policy))) {
+            match unboost(e.tid, &e.saved, &now) {
                 Ok(()) => n += 1,
                 Err(err) => log::warn!("could not restore task {}: {err}", e.tid),
             }
@@ -418,6 +476,24 @@ mod tests {
     }
 
     #[test]
+    fn dl_runtime_from_proc_sched() {
+        let text = "python3 (312, #threads: 1)\n\
+            -------------------------------------------------------------------\n\
+            se.exec_start                                :         17951.842302\n\
+            policy                                       :                    6\n\
+            prio                                         :                   -1\n\
+            dl.runtime                                   :              -277553\n\
+            dl.deadline                                  :          17952346120\n";
+        assert_eq!(parse_dl_runtime(text), Some(-277553));
+        assert_eq!(
+            parse_dl_runtime(&text.replace("-277553", "9500000")),
+            Some(9_500_000)
+        );
+        // not a DL task: no such line
+        assert_eq!(parse_dl_runtime("policy : 0\nprio : 120\n"), None);
+    }
+
+    #[test]
     fn boost_attrs() {
         let dl = deadline_attr(20_000, 1_000_000_000);
         assert_eq!(
@@ -432,6 +508,17 @@ mod tests {
         assert_eq!(
             deadline_attr(10, 1_000_000).sched_runtime,
             DL_MIN_RUNTIME_NS
+        );
+        // the zero reservation: least runtime, a period long enough that
+        // (runtime << 20) / period is 0, as the kernel's to_ratio() computes
+        let z = dl_zero_attr();
+        assert_eq!(z.sched_policy, SCHED_DEADLINE);
+        assert_eq!(z.sched_runtime, DL_MIN_RUNTIME_NS);
+        assert_eq!(z.sched_deadline, z.sched_period);
+        assert_eq!((z.sched_runtime << 20) / z.sched_period, 0);
+        assert!(
+            z.sched_period <= 4_194_304_000,
+            "within the default period max"
         );
         assert_eq!(fifo_attr(50).sched_priority, 51);
         assert_eq!(fifo_attr(0).sched_priority, 1);

@@ -183,12 +183,12 @@ fn waiters_of(
 }
 
 /// Restores `tid` (journal entry `e`) from this thread if it still runs at a
-/// boost policy ([`boost::at_boost_policy`]).
+/// boost policy ([`boost::is_boost_policy`]; a sleeping SCHED_DEADLINE boost
+/// gives its bandwidth back first, see [`boost::unboost`]).
 fn restore_here(tid: u32, e: &Entry) -> std::io::Result<()> {
-    if boost::at_boost_policy(tid) {
-        boost::set_attr(tid, &boost::restore_attr_of(&e.saved))
-    } else {
-        Ok(())
+    match boost::get_attr(tid) {
+        Ok(now) if boost::is_boost_policy(now.sched_policy) => boost::unboost(tid, &e.saved, &now),
+        _ => Ok(()),
     }
 }
 

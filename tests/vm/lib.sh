@@ -191,6 +191,12 @@ first_service_ms() {
 # ext_server_runtime CPU: the kernel's ext_server runtime (ns) on CPU.
 ext_server_runtime() { cat /sys/kernel/debug/sched/ext_server/cpu$1/runtime || echo missing; }
 
+# The root domain's SCHED_DEADLINE admission total (dl_bw->total_bw, 1<<20 =
+# one CPU), the largest over the CPUs' lines in sched/debug: the bandwidth of
+# attached dl_servers and DL tasks, and of tasks that left SCHED_DEADLINE but
+# are still counted (until their 0-lag time, or for good: see boost::unboost).
+dl_total_bw() { awk '/dl_bw->total_bw/ { if ($NF > m) m = $NF } END { print m + 0 }' /sys/kernel/debug/sched/debug; }
+
 # wait_ext_server CPU VALUE SECS: until the ext_server runtime is VALUE.
 wait_ext_server() {
 	local i
