@@ -46,12 +46,13 @@ pub fn is_stopped_state(stat: &str) -> bool {
 }
 
 /// Replays both journals under `state_dir`; returns (tasks, knobs) restored.
-pub fn replay_all(state_dir: &Path) -> (usize, usize) {
+/// `keep_trying`: see [`Knobs::restore_all`].
+pub fn replay_all(state_dir: &Path, keep_trying: &dyn Fn() -> bool) -> (usize, usize) {
     let tasks = Journal::open(&crate::policy::journal_path(state_dir))
         .map(|j| boost::replay(&j))
         .unwrap_or(0);
     let knobs = Knobs::open(&crate::policy::knobs_dir(state_dir))
-        .map(|k| k.restore_all())
+        .map(|k| k.restore_all(keep_trying))
         .unwrap_or(0);
     (tasks, knobs)
 }
@@ -131,7 +132,9 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
                 .map(|s| is_stopped_state(&s))
                 .unwrap_or(false);
             if now_stopped && !stopped {
-                let (t, k) = replay_all(state_dir);
+                let still_stopped =
+                    || std::fs::read_to_string(&parent).is_ok_and(|s| is_stopped_state(&s));
+                let (t, k) = replay_all(state_dir, &still_stopped);
                 eprintln!(
                     "scx_floor-guard: scx_floor is stopped: restored {t} boosted task(s) and {k} kernel knob(s); its server is paused until it continues"
                 );
@@ -140,7 +143,7 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
             }
             stopped = now_stopped;
         }
-        let (t, k) = replay_all(state_dir);
+        let (t, k) = replay_all(state_dir, &|| true);
         if t + k > 0 {
             eprintln!("scx_floor-guard: scx_floor is gone; restored {t} boosted task(s) and {k} kernel knob(s)");
         }

@@ -78,7 +78,11 @@ impl Knobs {
     /// time, about one server period later, later by overrun x period /
     /// runtime after an overrun; measured: EBUSY right after a SIGKILL, and
     /// in CI for over 2 s after SysRq-S ejected scx_floor during boosts).
-    pub fn restore_all(&self) -> usize {
+    ///
+    /// `keep_trying` is asked before each retry: the guardian's restore
+    /// during a SIGSTOP stops retrying once scx_floor continues (which sets
+    /// its knobs again; a late restore would undo that and drop the journal).
+    pub fn restore_all(&self, keep_trying: &dyn Fn() -> bool) -> usize {
         let Ok(rd) = fs::read_dir(&self.dir) else {
             return 0;
         };
@@ -100,7 +104,7 @@ impl Knobs {
             );
         }
         let give_up = std::time::Instant::now() + std::time::Duration::from_millis(BUSY_RETRY_MS);
-        while !busy.is_empty() && std::time::Instant::now() < give_up {
+        while !busy.is_empty() && std::time::Instant::now() < give_up && keep_trying() {
             std::thread::sleep(std::time::Duration::from_millis(50));
             busy.retain(|e| match restore_one(e) {
                 Restored::Yes => {
@@ -179,9 +183,9 @@ mod tests {
         assert_eq!(fs::read_to_string(&knob).unwrap(), "0");
         // a new Knobs on the same journal (as after a crash) restores it
         let k2 = Knobs::open(&base.join("journal")).unwrap();
-        assert_eq!(k2.restore_all(), 1);
+        assert_eq!(k2.restore_all(&|| true), 1);
         assert_eq!(fs::read_to_string(&knob).unwrap().trim(), "50000000");
-        assert_eq!(k2.restore_all(), 0, "journal emptied");
+        assert_eq!(k2.restore_all(&|| true), 0, "journal emptied");
         fs::remove_dir_all(&base).unwrap();
     }
 

@@ -271,7 +271,7 @@ fn run(opts: Opts) -> Result<()> {
     let _lock = lock_state_dir(state_dir)?;
 
     // Left over by an scx_floor whose guardian died with it.
-    let (t, k) = guard::replay_all(state_dir);
+    let (t, k) = guard::replay_all(state_dir, &|| true);
     if t + k > 0 {
         log::warn!(
             "restored {t} task(s) and {k} knob(s) left boosted/changed by an earlier scx_floor"

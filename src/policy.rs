@@ -863,7 +863,7 @@ pub fn run(
     let knobs = Knobs::open(&knobs_dir(&cfg.state_dir))?;
     let result = run_servers(&view, &cfg, &knobs, shutdown);
     // Every exit path: knobs back, journal replayed (threads restored their own).
-    let (t, k) = crate::guard::replay_all(&cfg.state_dir);
+    let (t, k) = crate::guard::replay_all(&cfg.state_dir, &|| true);
     if k > 0 {
         info!("restored {k} kernel knob(s)");
     }

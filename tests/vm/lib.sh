@@ -195,7 +195,8 @@ ext_server_runtime() { cat /sys/kernel/debug/sched/ext_server/cpu$1/runtime || e
 # one CPU), the largest over the CPUs' lines in sched/debug: the bandwidth of
 # attached dl_servers and DL tasks, and of tasks that left SCHED_DEADLINE but
 # are still counted (until their 0-lag time, or for good: see boost::unboost).
-dl_total_bw() { awk '/dl_bw->total_bw/ { if ($NF > m) m = $NF } END { print m + 0 }' /sys/kernel/debug/sched/debug; }
+# The kernel prints it signed: a value below 0 is an accounting error.
+dl_total_bw() { awk '/dl_bw->total_bw/ { v = $NF + 0; if (!s || v > m) { m = v; s = 1 } } END { print m + 0 }' /sys/kernel/debug/sched/debug; }
 
 # wait_ext_server CPU VALUE SECS: until the ext_server runtime is VALUE.
 wait_ext_server() {
