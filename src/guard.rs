@@ -107,6 +107,8 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
             },
         );
         let parent = format!("/proc/{}/stat", unsafe { libc::getppid() });
+        let parent_stopped =
+            || std::fs::read_to_string(&parent).is_ok_and(|s| is_stopped_state(&s));
         let mut buf = [0u8; 64];
         let mut stopped = false;
         loop {
@@ -128,13 +130,9 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
                 }
                 continue;
             }
-            let now_stopped = std::fs::read_to_string(&parent)
-                .map(|s| is_stopped_state(&s))
-                .unwrap_or(false);
+            let now_stopped = parent_stopped();
             if now_stopped && !stopped {
-                let still_stopped =
-                    || std::fs::read_to_string(&parent).is_ok_and(|s| is_stopped_state(&s));
-                let (t, k) = replay_all(state_dir, &still_stopped);
+                let (t, k) = replay_all(state_dir, &parent_stopped);
                 eprintln!(
                     "scx_floor-guard: scx_floor is stopped: restored {t} boosted task(s) and {k} kernel knob(s); its server is paused until it continues"
                 );
