@@ -252,6 +252,21 @@ wait_boosted() {
 	return 1
 }
 
+# wait_fresh_boost PID SECS: until a boost of PID *begins*: a boost seen at
+# the first look may be near its end (a period whose budget was partly used
+# before the hog came leaves a short boost), and a signal sent after it finds
+# nothing to restore (CI at fdf39c7 and aa0c183: the guardian "restored 0
+# boosted task(s)" with the task already back at SCHED_OTHER). So: a boost,
+# its end, then the next one, which starts with the whole budget of a period.
+wait_fresh_boost() {
+	local i
+	wait_boosted "$1" "$2" || return 1
+	for ((i = 0; i < $2 * 50; i++)); do
+		case "$(policy_of "$1")" in SCHED_FIFO*|SCHED_DEADLINE*) sleep 0.02;; *) break;; esac
+	done
+	wait_boosted "$1" "$2"
+}
+
 # wait_for SECS CMD...: until CMD succeeds (polls every 50 ms); prints the ms waited.
 wait_for() {
 	local secs=$1 i

@@ -24,7 +24,7 @@ start_floor --server-runtime-us 600000 --server-period-us 1000000
 n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 h=$(rt_hog 1 rr 25 60) || fail "no hog"
-wait_boosted "$n" 4 || fail "the normal task was never boosted"
+wait_fresh_boost "$n" 4 || fail "the normal task was never boosted"
 kill -STOP "$FLOOR_PID"
 t0=$(date +%s%N)
 ms=$(wait_for 1 other "$n") || fail "task still $(policy_of "$n") 1 s after SIGSTOP"
@@ -57,7 +57,7 @@ start_floor --server-runtime-us 600000 --server-period-us 1000000
 n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 h=$(rt_hog 1 rr 25 60) || fail "no hog"
-wait_boosted "$n" 4 || fail "the normal task was never boosted"
+wait_fresh_boost "$n" 4 || fail "the normal task was never boosted"
 echo S >/proc/sysrq-trigger
 wait "$FLOOR_PID"; rc=$?
 ms=$(wait_for 2 other "$n") || fail "task still $(policy_of "$n") after the ejection"

@@ -24,7 +24,7 @@ for run in KILL TERM KILL-dl; do
 	wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 	h=$(rt_hog 1 rr 25 30) || fail "no hog"
 	[ "$(ext_server_runtime 1)" = 0 ] || fail "ext_server runtime not 0 while serving"
-	wait_boosted "$n" 4 || fail "the normal task was never boosted (policy $(policy_of "$n"))"
+	wait_fresh_boost "$n" 4 || fail "the normal task was never boosted (policy $(policy_of "$n"))"
 	kill -$sig "$FLOOR_PID"
 	note "boosted when killed: task $n"
 	wait "$FLOOR_PID" 2>/dev/null
