@@ -7,7 +7,12 @@
 //! `runtime_ns` of budget every `period_ns`; it stays off while normal tasks
 //! get their share on their own, and activates at *zero laxity* — when the
 //! budget still owed equals the time left in the period — so that it never
-//! takes time from RT tasks that normal work did not need.
+//! takes time from RT tasks that normal work did not need. As in the
+//! kernel, the deferral holds until the first activation only: while the
+//! starvation lasts (the server had to boost in the last period), each next
+//! period is served from its start, the kernel's `dl_defer_running` state, in
+//! which a replenished server runs at once until the fair class gets its
+//! runtime on its own or the server stops.
 //!
 //! Differences from the kernel's server, by design:
 //! - The server starts when normal tasks start to starve on the CPU (a higher
@@ -282,6 +287,15 @@ pub struct CpuServer {
     /// boosts this server made in the current period (failed ones taken
     /// back by [`CpuServer::drop_boost`])
     boosts_in_period: u32,
+    /// the starvation outlived a zero-laxity activation: the server serves
+    /// each next period from its start, not deferred, for as long as it
+    /// has to boost in every period (see [`CpuServer::step`]). Never in
+    /// kernel-cut mode: there every wake-up of a sleeper served at once is
+    /// a SCHED_DEADLINE boost and restore of a task that sleeps again, and
+    /// on 7.3.4 that many of them left the root domain's DL admission total
+    /// (dl_bw->total_bw) 3347 below where it was (t_dlbw), after which the
+    /// next start failed to write the ext_server runtime (EBUSY).
+    running: bool,
     /// the period in which each task was last boosted: the least recently
     /// served go first when more starve than can be boosted at once
     served_in: std::collections::HashMap<u32, u64>,
@@ -312,6 +326,7 @@ impl CpuServer {
             debt_ns: 0,
             period_overrun_ns: 0,
             boosts_in_period: 0,
+            running: false,
             served_in: std::collections::HashMap::new(),
             stats: ServerStats::default(),
         }
@@ -439,6 +454,7 @@ impl CpuServer {
             self.boosted_base_ns = s.boosted();
             self.boosts_in_period = 0;
             self.exhausted.clear();
+            self.running = false;
         }
 
         // Period edge: everything boosted gives its policy back; replenish.
@@ -470,6 +486,9 @@ impl CpuServer {
             self.debt_ns =
                 self.debt_ns - paid + excess.min(std::mem::take(&mut self.period_overrun_ns));
             self.stats.periods += n;
+            // Deferred again after a period (or more: a late step) in
+            // which the server did not have to boost; see `running`.
+            self.running = n == 1 && self.boosts_in_period > 0 && !self.cfg.kernel_cut;
             self.period_start_ns += n * self.cfg.period_ns;
             self.delivered_base_ns = s.delivered();
             self.boosted_base_ns = s.boosted();
@@ -482,6 +501,7 @@ impl CpuServer {
                 // Normal tasks got their budget on their own and nothing
                 // starves: stop until the next starvation (debts forgiven).
                 self.started = false;
+                self.running = false;
                 self.debt_ns = 0;
                 self.period_overrun_ns = 0;
                 out.next_ns = now + IDLE_RECHECK_NS;
@@ -525,8 +545,16 @@ impl CpuServer {
             return out;
         }
         // Zero laxity: the latest start that still delivers what is owed.
+        // Only until the first activation: a server that had to boost in
+        // the last period serves this one from its start. That is the
+        // kernel's deferred dl_server (deadline.c, 6.12+): once the zero-
+        // laxity timer has fired (dl_defer_running), each replenishment
+        // runs at once, not deferred again, until the fair class gets its
+        // runtime on its own or the server stops. A deferral in every
+        // period would serve only inside its last `owed` ms: a task that
+        // sleeps 20 ms between 2 ms runs got 14 ms/s of a 50 ms/s budget.
         let activate_at = end.saturating_sub(owed + self.cfg.margin_ns);
-        if keep.is_empty() && now < activate_at {
+        if keep.is_empty() && now < activate_at && !self.running {
             out.next_ns = activate_at;
             return out;
         }
@@ -576,6 +604,8 @@ impl CpuServer {
                 self.served_in.insert(w.pid, self.stats.periods);
                 self.stats.boosts += 1;
                 self.boosts_in_period += 1;
+                // not in kernel-cut mode: see `running`
+                self.running = !self.cfg.kernel_cut;
                 out.actions.push(Action::Boost {
                     pid: w.pid,
                     budget_ns: 0,
@@ -938,7 +968,68 @@ mod tests {
         assert_eq!(s.stats.last_period_delivered_ns, 40 * MS);
         assert_eq!(s.stats.last_period_boosted_ns, 40 * MS);
         assert_eq!(s.owed_ns(&at(1000, 40, 40)), 50 * MS);
-        assert_eq!(st.next_ns, 1948 * MS, "deferred again in the new period");
+        // it had to boost: the new period is served from its start (the
+        // kernel's dl_defer_running), looking again after the margin
+        assert_eq!(
+            st.next_ns,
+            1002 * MS,
+            "served from the start of the new period"
+        );
+        let st = s.step(&at(1002, 40, 40), |p| t.get(p), || vec![w(7, 100)]);
+        assert_eq!(boosts(&st), vec![(7, 50 * MS)]);
+    }
+
+    #[test]
+    fn deferred_again_after_a_period_without_a_boost() {
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        t.run(7, 50 * MS);
+        s.step(&at(1000, 50, 50), |p| t.get(p), Vec::new);
+        // period 2: the task ran on its own (the hog left): no boost
+        let st = s.step(&at(1002, 50, 50), |p| t.get(p), Vec::new);
+        assert!(st.actions.is_empty());
+        let st = s.step(&at(1100, 100, 50), |p| t.get(p), || panic!("owes nothing"));
+        assert!(st.actions.is_empty());
+        // period 3 (something starves again, so the server goes on) starts
+        // deferred: nothing before its zero laxity
+        let st = s.step(
+            &starving(2000, 100, 50),
+            |p| t.get(p),
+            || panic!("deferred"),
+        );
+        assert!(st.actions.is_empty());
+        assert_eq!(st.next_ns, 2948 * MS, "zero laxity minus the margin");
+    }
+
+    #[test]
+    fn a_sleeper_is_served_on_each_wake_up_once_activated() {
+        // 2 ms runs between 20 ms sleeps under an RT hog: after the first
+        // activation every wake-up is boosted at once, also in the next
+        // period, until the budget is used
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        let st = s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        assert_eq!(boosts(&st), vec![(7, 50 * MS)]);
+        t.run(7, 2 * MS);
+        t.block(7);
+        let st = s.step(&at(950, 2, 2), |p| t.get(p), Vec::new);
+        assert_eq!(restores(&st), vec![(7, RestoreWhy::Blocked)]);
+        // awake again 20 ms later: boosted at once (its sleep put the
+        // period past the zero laxity of what is owed)
+        t.0.borrow_mut().insert(7, (0, true));
+        let st = s.step(&at(970, 2, 2), |p| t.get(p), || vec![w(7, 100)]);
+        assert_eq!(boosts(&st), vec![(7, 48 * MS)]);
+        t.run(7, 2 * MS);
+        t.block(7);
+        s.step(&at(972, 4, 4), |p| t.get(p), Vec::new);
+        s.step(&at(1000, 4, 4), |p| t.get(p), Vec::new);
+        // the next period, 10 ms in: at once too, with the whole runtime
+        // (deferred, it would wait until 1948 ms: the kernel's
+        // dl_defer_running state, not a new zero-laxity wait)
+        t.0.borrow_mut().insert(7, (0, true));
+        let st = s.step(&at(1010, 4, 4), |p| t.get(p), || vec![w(7, 100)]);
+        assert_eq!(boosts(&st), vec![(7, 50 * MS)]);
     }
 
     #[test]
@@ -1248,6 +1339,26 @@ mod tests {
         let st = s.step(&smp, |p| t.get(p), || vec![w(2, 100)]);
         assert_eq!(boosts(&st), vec![(2, 20_000)]);
         assert_eq!(st.next_ns, now + KERNEL_CUT_MIN_STEP_NS);
+    }
+
+    #[test]
+    fn kernel_cut_defers_every_period() {
+        // each wake-up served at once would be a SCHED_DEADLINE switch of a
+        // task that sleeps again (see `running`): deferred in each period
+        let t = Tasks::new(&[1]);
+        let c = ServerConfig {
+            kernel_cut: true,
+            ..cfg(50)
+        };
+        let mut s = CpuServer::new(c, &starving(0, 0, 0));
+        let st = s.step(&starving(948, 0, 0), |p| t.get(p), || vec![w(1, 100)]);
+        assert_eq!(boosts(&st), vec![(1, 50 * MS)]);
+        t.run(1, 50 * MS);
+        s.step(&starving(1000, 50, 50), |p| t.get(p), Vec::new);
+        t.0.borrow_mut().insert(1, (0, true));
+        let st = s.step(&starving(1010, 50, 50), |p| t.get(p), || panic!("deferred"));
+        assert!(st.actions.is_empty());
+        assert_eq!(st.next_ns, 1948 * MS);
     }
 
     #[test]

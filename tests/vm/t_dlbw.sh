@@ -30,24 +30,27 @@ while True:
 sleep 2
 h=$(rt_hog 1 rr 25 40) || fail "no hog"
 max=0 min=0
-a=$(run_ns "$n")
+a=$(run_ns "$n"); t0=$(date +%s%N)
 for i in $(seq 80); do
 	b=$(dl_total_bw); [ "$b" -gt "$max" ] && max=$b; [ "$b" -lt "$min" ] && min=$b
 	sleep 0.1
 done
-got=$((($(run_ns "$n") - a) / 1000000))
+# ms/s over the loop (80 samples of 0.1 s take longer under TCG)
+got=$(( ($(run_ns "$n") - a) * 1000 / ($(date +%s%N) - t0) ))
 assert_not_ejected "$seq"
 stop_floor || fail "scx_floor exited $?"
 kill -KILL "$h" "$n" 2>/dev/null; wait "$h" "$n" 2>/dev/null
 bw_back() { local b; b=$(dl_total_bw); [ "$b" -le $((bw0 + 64)) ] && [ "$b" -ge $((bw0 - 64)) ]; }
 ms=$(wait_for 3 bw_back) ||
 	fail "DL admission total $(dl_total_bw) 3 s after exit (before the start: $bw0)"
-note "sleeper served $got ms in 8 s; DL admission total at most $max ($(awk -v m="$max" 'BEGIN { printf "%.2f", m / 1048576 }') CPUs) during the run, back to $bw0 $ms ms after exit"
+note "sleeper served $got ms/s; DL admission total at most $max ($(awk -v m="$max" 'BEGIN { printf "%.2f", m / 1048576 }') CPUs) during the run, back to $bw0 $ms ms after exit"
 [ "$min" -ge 0 ] || fail "DL admission total went negative ($min) during the run: an accounting error"
 le "$max" $((4 * 1048576)) || fail "DL admission total reached $max during the run (> 4 CPUs)"
-# 109-114 ms measured with and without the zero reservation: a task that
-# sleeps between 2 ms runs waits for a new boost after each wake-up
-ge "$got" 60 || fail "the sleeping task got $got ms in 8 s under the hog (budget 50 ms/s)"
+# Kernel-cut mode defers the server in every period (server.rs, `running`):
+# served only inside the last 50 ms of each, 109-118 ms in 8 s before this
+# figure was per second. (Served at once after the first activation, as in
+# FIFO mode: 54 ms/s, but once total_bw ended 3347 below its baseline.)
+ge "$got" 5 || fail "the sleeping task got $got ms/s under the hog (5 asserted in kernel-cut mode)"
 [ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt0" ] || fail "sched_rt_runtime_us $(cat /proc/sys/kernel/sched_rt_runtime_us), was $rt0"
 if grep -q "refuses .* knob" "$FLOOR_LOG"; then
 	grep "refuses" "$FLOOR_LOG" | sed 's/^/    /'
