@@ -103,14 +103,19 @@ note "S1 stock: by hand $hand ms/s, harness $ab ms/s"
 awk -v a="$hand" -v b="$ab" 'BEGIN { d = a - b; exit !(d < 12 && d > -12) }' \
 	|| fail "S1 by hand ($hand ms/s) and the harness ($ab ms/s) differ by 12 ms/s or more"
 # S2 by hand (stock: two hogs, schedstat field 1 / field 3 over 5 s) against the
-# harness's figure: the mean slice of stock EEVDF moves by ~20% between runs here.
-a=$(hog $CPU); b=$(hog $CPU)
-sleep 0.5
-hand2=$(mean_slice_ms 5 "$a" "$b")
-kill -KILL "$a" "$b" 2>/dev/null
+# harness's figure: the mean slice of stock EEVDF moves by ~20% between runs
+# here, and more while the emulator stalls (5.7 ms by hand against 1.76 in the
+# harness once, in a run whose emulator timer p99 was 1.5 ms): measured by
+# hand once more before the figures are called different.
 ab2=$(jq -r '.rows[] | select(.scenario == "s2" and .config == "stock") | .value' "$J")
-note "S2 stock: by hand $hand2 ms, harness $ab2 ms"
-awk -v a="$hand2" -v b="$ab2" 'BEGIN { exit !(b > 0 && a / b < 1.6 && a / b > 0.625) }' \
-	|| fail "S2 by hand ($hand2 ms) and the harness ($ab2 ms) differ by a factor of 1.6 or more"
+for try in 1 2; do
+	a=$(hog $CPU); b=$(hog $CPU)
+	sleep 0.5
+	hand2=$(mean_slice_ms 5 "$a" "$b")
+	kill -KILL "$a" "$b" 2>/dev/null; wait "$a" "$b" 2>/dev/null
+	note "S2 stock: by hand $hand2 ms, harness $ab2 ms"
+	awk -v a="$hand2" -v b="$ab2" 'BEGIN { exit !(b > 0 && a / b < 1.6 && a / b > 0.625) }' && break
+	[ $try = 2 ] && fail "S2 by hand ($hand2 ms) and the harness ($ab2 ms) differ by a factor of 1.6 or more (twice)"
+done
 errs=$(dmesg_errors)
 [ -z "$errs" ] || { echo "$errs"; fail "dmesg reports sched_ext trouble"; }

@@ -7,7 +7,7 @@
 #   bucket upper bound) is at most 1.5 times the target;
 # - --no-slice-timer falls back to the tick (HZ=250: at least 2.5 ms);
 # - --latency-us 1000 --min-slice-us 400: 0.5 ms with 2 hogs, 0.4 ms with 4
-#   (within 20%).
+#   (within 20%, plus the emulator's excess as below).
 # Booted with nohz_full=1 (scripts/test does a second boot) the same holds.
 #
 # Tolerances that fit the emulator: no timer can end a slice sooner than the
@@ -94,10 +94,15 @@ for n in 2 4; do
 	want=$([ $n = 2 ] && echo 0.5 || echo 0.4)
 	for try in 1 2; do
 		read -r m _ < <(measure $n --latency-us 1000 --min-slice-us 400) || fail "latency mode, $n hogs"
-		note "--latency-us 1000 --min-slice-us 400, $n hogs: mean $m ms (want $want +-20%)"
-		le "$m" "$(awk -v w=$want 'BEGIN { print w * 1.2 }')" && ge "$m" "$(awk -v w=$want 'BEGIN { print w * 0.8 }')" && break
-		# once more, as for the fixed slices: the emulator's latency moves
-		[ $try = 2 ] && { echo "  FAIL: latency mode with $n hogs: $m ms, want $want ms +-20%"; bad=1; }
+		# +20%, plus the emulator's excess as for the fixed slices
+		ex=$(emu_excess_us "$(awk -v w=$want 'BEGIN { printf "%d", w * 875 }')") || fail "no emulator latency histogram"
+		hi=$(awk -v w=$want -v x="$ex" 'BEGIN { printf "%.4f", w * 1.2 + x / 1000 }')
+		note "--latency-us 1000 --min-slice-us 400, $n hogs: mean $m ms (want $want +-20%, emulator allows up to $hi)"
+		le "$m" "$hi" && ge "$m" "$(awk -v w=$want 'BEGIN { print w * 0.8 }')" && break
+		# once more, the emulator measured again: its latency moves
+		[ $try = 2 ] && { echo "  FAIL: latency mode with $n hogs: $m ms, want $want ms +-20% (up to $hi)"; bad=1; break; }
+		read -r emu_avg emu_p50 emu_p99 emu_max < <(emu_timer_latency 1 3) || fail "cannot measure the emulator's timer latency"
+		note "emulator timer latency again: avg $emu_avg us, p50 $emu_p50, p99 $emu_p99, max $emu_max"
 	done
 done
 note "strict goals missed at $strict of 4 fixed slices (emulator latency above)"
