@@ -487,8 +487,20 @@ impl CpuServer {
                 self.debt_ns - paid + excess.min(std::mem::take(&mut self.period_overrun_ns));
             self.stats.periods += n;
             // Deferred again after a period (or more: a late step) in
-            // which the server did not have to boost; see `running`.
-            self.running = n == 1 && self.boosts_in_period > 0 && !self.cfg.kernel_cut;
+            // which the server did not have to boost, or in which normal
+            // tasks got the runtime on their own besides the boosts (the
+            // kernel leaves dl_defer_running when the fair class consumes
+            // the runtime in the background: update_curr_dl_se()); else
+            // an RT task that only briefly starves normal tasks would get
+            // a boost at each of its runs, period after period.
+            let own = self
+                .stats
+                .last_period_delivered_ns
+                .saturating_sub(self.stats.last_period_boosted_ns);
+            self.running = n == 1
+                && self.boosts_in_period > 0
+                && own < self.cfg.runtime_ns
+                && !self.cfg.kernel_cut;
             self.period_start_ns += n * self.cfg.period_ns;
             self.delivered_base_ns = s.delivered();
             self.boosted_base_ns = s.boosted();
@@ -1000,6 +1012,32 @@ mod tests {
         );
         assert!(st.actions.is_empty());
         assert_eq!(st.next_ns, 2948 * MS, "zero laxity minus the margin");
+    }
+
+    #[test]
+    fn deferred_again_when_normal_tasks_got_the_runtime_on_their_own() {
+        // a boost in period 1, then an RT task that starves them only
+        // briefly: in period 2 normal tasks run 60 ms on their own besides
+        // a boost of 5 ms; period 3 is deferred again
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        t.run(7, 50 * MS);
+        s.step(&at(1000, 50, 50), |p| t.get(p), Vec::new);
+        t.0.borrow_mut().insert(7, (0, true));
+        let st = s.step(&at(1010, 50, 50), |p| t.get(p), || vec![w(7, 100)]);
+        assert_eq!(boosts(&st), vec![(7, 50 * MS)]);
+        t.run(7, 5 * MS);
+        t.block(7);
+        s.step(&at(1015, 55, 55), |p| t.get(p), Vec::new);
+        s.step(&at(1500, 115, 55), |p| t.get(p), || panic!("owes nothing"));
+        let st = s.step(
+            &starving(2000, 115, 55),
+            |p| t.get(p),
+            || panic!("deferred"),
+        );
+        assert!(st.actions.is_empty());
+        assert_eq!(st.next_ns, 2948 * MS);
     }
 
     #[test]
