@@ -10,7 +10,10 @@
 # only inside the last 50 ms of each: 109-118 ms in 8 s.
 # Asserts: over 6 s, after 2 s to let the first activation pass, the task
 # gets >= 37.5 ms/s (75% of the budget: each boost of a 2 ms run costs the
-# server's step latency under TCG) and the RT hog keeps >= 900 ms/s.
+# server's step latency under TCG) and the RT hog keeps >= 850 ms/s: each
+# wake-up costs the CPU the executor's two sched_setattr() calls at FIFO 99
+# there, 0.3-0.5 ms each under TCG, ~45 times a second (hog 902-939 ms/s
+# measured with the sleeper at 49-52; on hardware the calls take us).
 source "$(dirname "$0")/lib.sh"
 as_controller
 start_floor --server-runtime-us 50000 --server-period-us 1000000
@@ -33,5 +36,5 @@ stop_floor || fail "scx_floor exited $?"
 kill -KILL "$h" "$n" 2>/dev/null; wait "$h" "$n" 2>/dev/null
 note "sleeper (2 ms run, 20 ms sleep) under an RR 25 hog: $got ms/s, hog $hog ms/s"
 ge "$got" 37 || fail "the sleeping task got $got ms/s under the hog (budget 50 ms/s, 37.5 asserted)"
-ge "$hog" 900 || fail "the RT hog got $hog ms/s (a floor, not a grab)"
+ge "$hog" 850 || fail "the RT hog got $hog ms/s (a floor, not a grab)"
 exit 0
