@@ -78,6 +78,18 @@ stop_floor() {
 	return $rc
 }
 
+# sleeper CPU: a SCHED_OTHER task pinned to CPU that runs 2 ms and sleeps
+# 20 ms, over and over (t_sleeper, t_dlbw); prints its pid.
+sleeper() {
+	taskset -c "$1" chrt -o 0 python3 -c '
+import time
+while True:
+    t = time.monotonic()
+    while time.monotonic() - t < 0.002: pass
+    time.sleep(0.02)' >/dev/null 2>&1 &
+	echo $!
+}
+
 # hog CPU: a CPU-bound SCHED_OTHER task pinned to CPU; prints its pid.
 hog() {
 	taskset -c "$1" chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 &

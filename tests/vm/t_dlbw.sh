@@ -21,12 +21,7 @@ bw0=$(dl_total_bw)
 rt0=$(cat /proc/sys/kernel/sched_rt_runtime_us)
 start_floor --server-runtime-us 50000 --server-period-us 1000000 --rt-runtime-unlimited
 seq=$(enable_seq)
-n=$(taskset -c 1 chrt -o 0 python3 -c '
-import time
-while True:
-    t = time.monotonic()
-    while time.monotonic() - t < 0.002: pass
-    time.sleep(0.02)' >/dev/null 2>&1 & echo $!)
+n=$(sleeper 1)
 sleep 2
 h=$(rt_hog 1 rr 25 40) || fail "no hog"
 max=0 min=0

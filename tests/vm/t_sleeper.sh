@@ -18,12 +18,7 @@ source "$(dirname "$0")/lib.sh"
 as_controller
 start_floor --server-runtime-us 50000 --server-period-us 1000000
 seq=$(enable_seq)
-n=$(taskset -c 1 chrt -o 0 python3 -c '
-import time
-while True:
-    t = time.monotonic()
-    while time.monotonic() - t < 0.002: pass
-    time.sleep(0.02)' >/dev/null 2>&1 & echo $!)
+n=$(sleeper 1)
 sleep 1
 h=$(rt_hog 1 rr 25 20) || fail "no hog"
 sleep 2
