@@ -345,8 +345,8 @@ static __always_inline void waiter_del(struct task_struct *p)
 }
 
 /*
- * A task queued at the front as a preempted RCU reader keeps its own vtime
- * here: the DSQ key it queued with is not its vtime, and running() or the
+ * A task queued at the front (a preempted RCU reader, or a task handed back
+ * because a higher class took its CPU) keeps its own vtime here: the DSQ key it queued with is not its vtime, and running() or the
  * next enqueue() puts this one back, so the run is charged in full.
  */
 struct rcu_stash {
@@ -449,15 +449,25 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	 * own vtime kept aside: it runs within about a slice per CPU, finishes
 	 * its read-side section, and its run is charged to its own vtime as
 	 * usual, so it gets no more than its share over time.
+	 *
+	 * So does a task handed back because a higher class took its CPU
+	 * (SCX_ENQ_REENQ, from the switch hook below): it was running there or
+	 * next to run, and it runs next on another CPU. At its own vtime it
+	 * would queue again behind everyone it had already waited for, and the
+	 * kernel restarted its wait (p->scx.runnable_at) when it was put: a
+	 * task that the starvation guard rescued after a second, preempted by a
+	 * stop-class or RT task of a few microseconds before it was back in
+	 * user space, waited a second second (CI's t_starve: 2053 ms).
 	 */
-	if (rcu_boost && rcu_reader_preempted(p) &&
+	if ((((enq_flags & SCX_ENQ_REENQ) && p->nr_cpus_allowed > 1) ||
+	     (rcu_boost && rcu_reader_preempted(p))) &&
 	    vtime_before(vtime_now - 2 * slice, vtime)) {
 		rs = bpf_task_storage_get(&rcu_stashes, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (rs) {
 			rs->vtime = vtime;
 			rs->valid = 1;
 			vtime = vtime_now - 2 * slice;
-			if (st)
+			if (st && !(enq_flags & SCX_ENQ_REENQ))
 				__sync_fetch_and_add(&st->nr_rcu_boost, 1);
 		}
 	}
@@ -665,7 +675,7 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 	u64 lead, slice = cpu_slice(cpu), head;
 
 	head = vtime_now_advance(cpu, p->scx.dsq_vtime);
-	/* A preempted reader (queued at the front) runs on its own vtime. */
+	/* A task queued at the front runs on its own vtime. */
 	p->scx.dsq_vtime = task_vtime(p, true);
 	waiter_del(p);
 	/* The CPU's slice may have shrunk since the task was queued. */
