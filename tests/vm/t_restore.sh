@@ -16,6 +16,7 @@ for run in KILL TERM KILL-dl; do
 	sig=${run%-dl}
 	extra=()
 	[ "$run" = KILL-dl ] && extra=(--rt-runtime-unlimited)
+	bw0=$(dl_total_bw)
 	start_floor --server-runtime-us 600000 --server-period-us 1000000 "${extra[@]}"
 	if [ "$run" = KILL-dl ]; then
 		[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = -1 ] || fail "sched_rt_runtime_us not -1 with --rt-runtime-unlimited"
@@ -40,7 +41,7 @@ for run in KILL TERM KILL-dl; do
 	done
 	pol=$(policy_of "$n"); rt=$(ext_server_runtime 1); rtr=$(cat /proc/sys/kernel/sched_rt_runtime_us)
 	kill -KILL "$h" "$n" 2>/dev/null
-	[ -n "$ok" ] || fail "after SIG$sig ($run): task $n is $pol, ext_server runtime $rt (saved $orig), sched_rt_runtime_us $rtr (saved $rt_orig), sched_ext $(scx_state)"
+	[ -n "$ok" ] || fail "after SIG$sig ($run): task $n is $pol, ext_server runtime $rt (saved $orig), sched_rt_runtime_us $rtr (saved $rt_orig), sched_ext $(scx_state), dl_bw->total_bw $(dl_total_bw) (at the start: $bw0)"
 	note "SIG$sig ($run): task back to $pol within $((i * 50)) ms, ext_server runtime $rt, sched_rt_runtime_us $rtr, sched_ext $(scx_state)"
 	grep -h "scx_floor-guard" "$FLOOR_LOG" | sed 's/^/    /'
 	if [ $sig = KILL ]; then
