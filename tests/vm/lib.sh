@@ -59,8 +59,7 @@ wait_state() {
 # Sets FLOOR_PID and FLOOR_LOG.
 start_floor() {
 	FLOOR_LOG=$LOGDIR/floor.$$.$RANDOM.log
-	# FLOOR_CPUS: its CPUs (default: this shell's)
-	taskset -c "${FLOOR_CPUS:-$(taskset -pc $$ | sed 's/.*: //')}" chrt -o 0 "$FLOOR" "$@" >"$FLOOR_LOG" 2>&1 &
+	chrt -o 0 "$FLOOR" "$@" >"$FLOOR_LOG" 2>&1 &
 	FLOOR_PID=$!
 	if ! wait_state enabled 30 || ! kill -0 "$FLOOR_PID" 2>/dev/null; then
 		cat "$FLOOR_LOG" >&2
