@@ -346,8 +346,9 @@ static __always_inline void waiter_del(struct task_struct *p)
 
 /*
  * A task queued at the front (a preempted RCU reader, or a task handed back
- * because a higher class took its CPU) keeps its own vtime here: the DSQ key it queued with is not its vtime, and running() or the
- * next enqueue() puts this one back, so the run is charged in full.
+ * because a higher class took its CPU) keeps its own vtime here: the DSQ key
+ * it queued with is not its vtime, and running() or the next enqueue() puts
+ * this one back, so the run is charged in full.
  */
 struct rcu_stash {
 	u64 vtime;
