@@ -415,7 +415,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = scx_bpf_task_cpu(p), idle;
 	u64 slice = cpu_slice(cpu), vtime;
-	bool sleeper = false;
+	bool sleeper = false, reader;
 	struct floor_cpu_stat *st = cpu_stat(cpu);
 	struct rcu_stash *rs;
 
@@ -452,23 +452,27 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	 * usual, so it gets no more than its share over time.
 	 *
 	 * So does a task handed back because a higher class took its CPU
-	 * (SCX_ENQ_REENQ, from the switch hook below): it was running there or
-	 * next to run, and it runs next on another CPU. At its own vtime it
-	 * would queue again behind everyone it had already waited for, and the
-	 * kernel restarted its wait (p->scx.runnable_at) when it was put: a
-	 * task that the starvation guard rescued after a second, preempted by a
-	 * stop-class or RT task of a few microseconds before it was back in
-	 * user space, waited a second second (CI's t_starve: 2053 ms).
+	 * (SCX_ENQ_REENQ, from the switch hook below) with at least half of
+	 * its slice left: it was running there or next to run, and it runs
+	 * next (on another CPU, or on its own once the higher class leaves).
+	 * At its own vtime it would queue again behind everyone it had already
+	 * waited for, and the kernel restarted its wait (p->scx.runnable_at)
+	 * when it was put: a task that the starvation guard rescued after a
+	 * second, preempted by a stop-class or RT task of a few microseconds
+	 * before it was back in user space, waited a second second (CI's
+	 * t_starve: 2053 ms). A task that had most of its run goes back to its
+	 * vtime, so one that higher classes preempt often does not jump the
+	 * queue at every preemption.
 	 */
-	if ((((enq_flags & SCX_ENQ_REENQ) && p->nr_cpus_allowed > 1) ||
-	     (rcu_boost && rcu_reader_preempted(p))) &&
+	reader = rcu_boost && rcu_reader_preempted(p);
+	if ((reader || ((enq_flags & SCX_ENQ_REENQ) && p->scx.slice >= slice / 2)) &&
 	    vtime_before(vtime_now - 2 * slice, vtime)) {
 		rs = bpf_task_storage_get(&rcu_stashes, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (rs) {
 			rs->vtime = vtime;
 			rs->valid = 1;
 			vtime = vtime_now - 2 * slice;
-			if (st && !(enq_flags & SCX_ENQ_REENQ))
+			if (st && reader)
 				__sync_fetch_and_add(&st->nr_rcu_boost, 1);
 		}
 	}
@@ -796,6 +800,14 @@ void BPF_STRUCT_OPS(floor_stopping, struct task_struct *p, bool runnable)
 
 void BPF_STRUCT_OPS(floor_enable, struct task_struct *p)
 {
+	struct rcu_stash *rs = bpf_task_storage_get(&rcu_stashes, p, 0, 0);
+
+	/*
+	 * Back in sched_ext (after a boost, say): a vtime stashed while it
+	 * queued at the front before it left must not override this one.
+	 */
+	if (rs)
+		rs->valid = 0;
 	p->scx.dsq_vtime = vtime_now;
 }
 
