@@ -991,13 +991,21 @@ mod tests {
         assert_eq!(boosts(&st), vec![(7, 50 * MS)]);
     }
 
-    #[test]
-    fn deferred_again_after_a_period_without_a_boost() {
-        let t = Tasks::new(&[7]);
+    /// Period 1 of a 50 ms / 1 s server: task 7 starved until the zero
+    /// laxity (948 ms), was boosted and ran the whole 50 ms budget, and the
+    /// step at the period edge (1000 ms) has run.
+    fn boosted_through_period_one(t: &Tasks) -> CpuServer {
         let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
         s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
         t.run(7, 50 * MS);
         s.step(&at(1000, 50, 50), |p| t.get(p), Vec::new);
+        s
+    }
+
+    #[test]
+    fn deferred_again_after_a_period_without_a_boost() {
+        let t = Tasks::new(&[7]);
+        let mut s = boosted_through_period_one(&t);
         // period 2: the task ran on its own (the hog left): no boost
         let st = s.step(&at(1002, 50, 50), |p| t.get(p), Vec::new);
         assert!(st.actions.is_empty());
@@ -1020,10 +1028,7 @@ mod tests {
         // briefly: in period 2 normal tasks run 60 ms on their own besides
         // a boost of 5 ms; period 3 is deferred again
         let t = Tasks::new(&[7]);
-        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
-        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
-        t.run(7, 50 * MS);
-        s.step(&at(1000, 50, 50), |p| t.get(p), Vec::new);
+        let mut s = boosted_through_period_one(&t);
         t.0.borrow_mut().insert(7, (0, true));
         let st = s.step(&at(1010, 50, 50), |p| t.get(p), || vec![w(7, 100)]);
         assert_eq!(boosts(&st), vec![(7, 50 * MS)]);

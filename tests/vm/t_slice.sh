@@ -39,15 +39,15 @@ measure() {
 	echo "$1 $3 $4"
 }
 
-# measure_emu: the emulator's timer latency on CPU 1 (3 s) into emu_avg,
-# emu_p50, emu_p99, emu_max (us) and emu_excess_us's histogram.
+# measure_emu WHAT: the emulator's timer latency on CPU 1 (3 s) into emu_avg,
+# emu_p50, emu_p99, emu_max (us), printed after "emulator timer latency WHAT".
 measure_emu() {
 	read -r emu_avg emu_p50 emu_p99 emu_max < <(emu_timer_latency 1 3) || fail "cannot measure the emulator's timer latency"
+	note "emulator timer latency $1: avg $emu_avg us, p50 $emu_p50, p99 $emu_p99, max $emu_max"
 }
 
 grep -q nohz_full /proc/cmdline && note "booted with $(grep -o 'nohz_full=[^ ]*' /proc/cmdline)"
-measure_emu
-note "emulator timer latency (RT cyclictest, stock scheduler): avg $emu_avg us, p50 $emu_p50, p99 $emu_p99, max $emu_max"
+measure_emu "(RT cyclictest, stock scheduler)"
 # check_slice T: one measurement at a fixed slice of T us against the goal
 # and the emulator's allowance (from the last emu_timer_latency); prints
 # the figures, sets MET (1 if the strict goal held) and WHY (empty if the
@@ -84,8 +84,7 @@ for t in 250 500 1000 4000; do
 		# once more. A slice the timer does not end (the tick: 4 ms) fails
 		# both.
 		echo "  over the emulator's allowance ($WHY): measuring the emulator and the slice again"
-		measure_emu
-		note "emulator timer latency again: avg $emu_avg us, p50 $emu_p50, p99 $emu_p99, max $emu_max"
+		measure_emu again
 		check_slice $t
 		[ -z "$WHY" ] || { echo "  FAIL: $WHY"; bad=1; }
 	fi
@@ -107,8 +106,7 @@ for n in 2 4; do
 		le "$m" "$hi" && ge "$m" "$(awk -v w=$want 'BEGIN { print w * 0.8 }')" && break
 		# once more, the emulator measured again: its latency moves
 		[ $try = 2 ] && { echo "  FAIL: latency mode with $n hogs: $m ms, want $want ms +-20% (up to $hi)"; bad=1; break; }
-		measure_emu
-		note "emulator timer latency again: avg $emu_avg us, p50 $emu_p50, p99 $emu_p99, max $emu_max"
+		measure_emu again
 	done
 done
 note "strict goals missed at $strict of 4 fixed slices (emulator latency above)"
