@@ -7,7 +7,11 @@
 //! `runtime_ns` of budget every `period_ns`; it stays off while normal tasks
 //! get their share on their own, and activates at *zero laxity* — when the
 //! budget still owed equals the time left in the period — so that it never
-//! takes time from RT tasks that normal work did not need. As in the
+//! takes time from RT tasks that normal work did not need. The activation
+//! opens a new period with the whole runtime, as the kernel's
+//! replenish_dl_entity() does for a deferred server whose defer timer fired
+//! (deadline = now + dl_deadline, runtime = dl_runtime): no window of one
+//! period then holds two runtimes of service. As in the
 //! kernel, the deferral holds until the first activation only: while the
 //! starvation lasts (the server had to boost in the last period), each next
 //! period is served from its start, the kernel's `dl_defer_running` state, in
@@ -570,6 +574,41 @@ impl CpuServer {
             out.next_ns = activate_at;
             return out;
         }
+        let restored: Vec<u32> = restores_in(&out);
+        let mut ws: Option<Vec<Waiter>> = None;
+        let (mut end, mut owed) = (end, owed);
+        if keep.is_empty() && !self.running && !self.cfg.kernel_cut {
+            // The zero-laxity activation of a deferred server opens a new
+            // period here, with the whole runtime (less any debt), as the
+            // kernel does when the defer timer of a dl_server fires: a
+            // deferred reservation reaching replenish_dl_entity() with its
+            // density above its bandwidth gets deadline = now + dl_deadline
+            // and runtime = dl_runtime (deadline.c, 6.12+). Periods then
+            // follow from the activation, and each next one is served from
+            // its start (`running`), so no window of one period holds more
+            // than one runtime of service. On the old period grid, the
+            // activation's burst at the end of one period and the next
+            // period's service at its start fell 0.05 s apart: a 6 s window
+            // over both got 55-57 ms/s of a 50 ms/s budget, and the RT task
+            // 937-940 ms/s (t_floor). Only when a task is there to boost:
+            // else the period would move for nothing. Not in kernel-cut
+            // mode, which defers every period (see `running`): new periods
+            // there would come every period less the runtime.
+            let w: Vec<Waiter> = waiters()
+                .into_iter()
+                .filter(|w| !restored.contains(&w.pid))
+                .collect();
+            if !w.is_empty() {
+                self.period_start_ns = now;
+                self.delivered_base_ns = s.delivered();
+                self.boosted_base_ns = s.boosted();
+                self.boosts_in_period = 0;
+                self.exhausted.clear();
+                end = self.period_end_ns();
+                owed = self.owed_ns(s);
+            }
+            ws = Some(w);
+        }
 
         // What the boosted tasks may still run adds up to at most what is owed.
         let mut allotted: u64 = keep.iter().map(|(a, used)| a.share_ns - used).sum();
@@ -585,11 +624,12 @@ impl CpuServer {
         // Newly starving tasks join with a share of what is not allotted;
         // those that used their share already only when nobody else starves.
         if pool >= MIN_BOOST_NS {
-            let restored: Vec<u32> = restores_in(&out);
-            let mut ws: Vec<Waiter> = waiters()
-                .into_iter()
-                .filter(|w| !restored.contains(&w.pid))
-                .collect();
+            let mut ws: Vec<Waiter> = ws.take().unwrap_or_else(|| {
+                waiters()
+                    .into_iter()
+                    .filter(|w| !restored.contains(&w.pid))
+                    .collect()
+            });
             ws.sort_by_key(|w| self.served_in.get(&w.pid).map_or(0, |p| p + 1));
             let fresh = ws.iter().any(|w| !self.exhausted.contains(&w.pid));
             let room = if self.cfg.kernel_cut {
@@ -817,7 +857,7 @@ mod tests {
             ..at(999, 50, 50)
         };
         s.step(&smp, |p| t.get(p), || panic!("nothing owed"));
-        assert_eq!(s.period_end_ns(), 1000 * MS);
+        assert_eq!(s.period_end_ns(), 1948 * MS, "the activation's period");
         // a boost that failed (dropped) does not count as one
         let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
         s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(8, 100)]);
@@ -899,16 +939,40 @@ mod tests {
         // owed 40 ms: activate at 1000 - 40 - 2 = 958 ms
         assert_eq!(st.next_ns, 958 * MS);
         assert!(st.actions.is_empty());
+        // the activation opens a new period there with the whole runtime
+        // (the kernel's replenish_dl_entity() for a deferred server)
         let st = s.step(&at(958, 10, 0), |p| t.get(p), || vec![w(7, 100)]);
         assert_eq!(
             st.actions,
             vec![Action::Boost {
                 pid: 7,
-                budget_ns: 40 * MS,
-                deadline_ns: 42 * MS
+                budget_ns: 50 * MS,
+                deadline_ns: 1000 * MS
             }]
         );
-        assert_eq!(st.next_ns, 998 * MS);
+        assert_eq!(s.period_end_ns(), 1958 * MS);
+        assert_eq!(st.next_ns, 1008 * MS);
+    }
+
+    #[test]
+    fn no_window_of_one_period_gets_two_runtimes() {
+        // A hog from 0: activated at 948 ms, the task runs its 50 ms; the
+        // next period begins 1 s after the activation and is served from
+        // its start, so the two 50 ms services come 1 s apart (on the old
+        // grid, 948-998 and 1000-1050 ms: 100 ms inside 0.1 s).
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &starving(0, 0, 0));
+        let st = s.step(&starving(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        assert_eq!(boosts(&st), vec![(7, 50 * MS)]);
+        t.run(7, 50 * MS);
+        let st = s.step(&starving(998, 50, 50), |p| t.get(p), || vec![w(7, 100)]);
+        assert_eq!(restores(&st), vec![(7, RestoreWhy::Exhausted)]);
+        let st = s.step(&starving(1000, 50, 50), |p| t.get(p), || vec![w(7, 100)]);
+        assert!(st.actions.is_empty(), "nothing more before 1948 ms");
+        assert_eq!(st.next_ns, 1948 * MS);
+        t.0.borrow_mut().insert(7, (0, true));
+        let st = s.step(&starving(1948, 50, 50), |p| t.get(p), || vec![w(7, 100)]);
+        assert_eq!(boosts(&st), vec![(7, 50 * MS)]);
     }
 
     #[test]
@@ -934,7 +998,7 @@ mod tests {
         assert_eq!(s.stats.max_overrun_ns, 300_000);
         assert_eq!(s.stats.overrun.total(), 1);
         assert!(s.active().is_empty());
-        assert_eq!(st.next_ns, 1000 * MS);
+        assert_eq!(st.next_ns, 1948 * MS, "the end of the activation's period");
     }
 
     #[test]
@@ -973,32 +1037,34 @@ mod tests {
         let t = Tasks::new(&[7]);
         let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
         s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        // the activation's period runs 948..1948 ms
         t.run(7, 40 * MS); // preempted by a higher RT task: only 40 of 50 used
-        let st = s.step(&at(1000, 40, 40), |p| t.get(p), Vec::new);
+        let st = s.step(&at(1948, 40, 40), |p| t.get(p), Vec::new);
         assert_eq!(restores(&st), vec![(7, RestoreWhy::PeriodEnd)]);
         assert_eq!(s.stats.periods, 1);
         assert_eq!(s.stats.last_period_delivered_ns, 40 * MS);
         assert_eq!(s.stats.last_period_boosted_ns, 40 * MS);
-        assert_eq!(s.owed_ns(&at(1000, 40, 40)), 50 * MS);
+        assert_eq!(s.owed_ns(&at(1948, 40, 40)), 50 * MS);
         // it had to boost: the new period is served from its start (the
         // kernel's dl_defer_running), looking again after the margin
         assert_eq!(
             st.next_ns,
-            1002 * MS,
+            1950 * MS,
             "served from the start of the new period"
         );
-        let st = s.step(&at(1002, 40, 40), |p| t.get(p), || vec![w(7, 100)]);
+        let st = s.step(&at(1950, 40, 40), |p| t.get(p), || vec![w(7, 100)]);
         assert_eq!(boosts(&st), vec![(7, 50 * MS)]);
     }
 
-    /// Period 1 of a 50 ms / 1 s server: task 7 starved until the zero
-    /// laxity (948 ms), was boosted and ran the whole 50 ms budget, and the
-    /// step at the period edge (1000 ms) has run.
+    /// A 50 ms / 1 s server: task 7 starved until the zero laxity (948 ms),
+    /// was boosted there (its activation's period runs 948..1948 ms) and ran
+    /// the whole 50 ms budget, and the step at that period's edge has run.
     fn boosted_through_period_one(t: &Tasks) -> CpuServer {
         let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
         s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
         t.run(7, 50 * MS);
-        s.step(&at(1000, 50, 50), |p| t.get(p), Vec::new);
+        s.step(&at(998, 50, 50), |p| t.get(p), Vec::new);
+        s.step(&starving(1948, 50, 50), |p| t.get(p), Vec::new);
         s
     }
 
@@ -1007,19 +1073,19 @@ mod tests {
         let t = Tasks::new(&[7]);
         let mut s = boosted_through_period_one(&t);
         // period 2: the task ran on its own (the hog left): no boost
-        let st = s.step(&at(1002, 50, 50), |p| t.get(p), Vec::new);
+        let st = s.step(&at(1950, 50, 50), |p| t.get(p), Vec::new);
         assert!(st.actions.is_empty());
-        let st = s.step(&at(1100, 100, 50), |p| t.get(p), || panic!("owes nothing"));
+        let st = s.step(&at(2048, 100, 50), |p| t.get(p), || panic!("owes nothing"));
         assert!(st.actions.is_empty());
         // period 3 (something starves again, so the server goes on) starts
         // deferred: nothing before its zero laxity
         let st = s.step(
-            &starving(2000, 100, 50),
+            &starving(2948, 100, 50),
             |p| t.get(p),
             || panic!("deferred"),
         );
         assert!(st.actions.is_empty());
-        assert_eq!(st.next_ns, 2948 * MS, "zero laxity minus the margin");
+        assert_eq!(st.next_ns, 3896 * MS, "zero laxity minus the margin");
     }
 
     #[test]
@@ -1030,19 +1096,19 @@ mod tests {
         let t = Tasks::new(&[7]);
         let mut s = boosted_through_period_one(&t);
         t.0.borrow_mut().insert(7, (0, true));
-        let st = s.step(&at(1010, 50, 50), |p| t.get(p), || vec![w(7, 100)]);
+        let st = s.step(&at(1958, 50, 50), |p| t.get(p), || vec![w(7, 100)]);
         assert_eq!(boosts(&st), vec![(7, 50 * MS)]);
         t.run(7, 5 * MS);
         t.block(7);
-        s.step(&at(1015, 55, 55), |p| t.get(p), Vec::new);
-        s.step(&at(1500, 115, 55), |p| t.get(p), || panic!("owes nothing"));
+        s.step(&at(1963, 55, 55), |p| t.get(p), Vec::new);
+        s.step(&at(2448, 115, 55), |p| t.get(p), || panic!("owes nothing"));
         let st = s.step(
-            &starving(2000, 115, 55),
+            &starving(2948, 115, 55),
             |p| t.get(p),
             || panic!("deferred"),
         );
         assert!(st.actions.is_empty());
-        assert_eq!(st.next_ns, 2948 * MS);
+        assert_eq!(st.next_ns, 3896 * MS);
     }
 
     #[test]
@@ -1066,12 +1132,12 @@ mod tests {
         t.run(7, 2 * MS);
         t.block(7);
         s.step(&at(972, 4, 4), |p| t.get(p), Vec::new);
-        s.step(&at(1000, 4, 4), |p| t.get(p), Vec::new);
+        s.step(&at(1948, 4, 4), |p| t.get(p), Vec::new);
         // the next period, 10 ms in: at once too, with the whole runtime
-        // (deferred, it would wait until 1948 ms: the kernel's
+        // (deferred, it would wait until 2896 ms: the kernel's
         // dl_defer_running state, not a new zero-laxity wait)
         t.0.borrow_mut().insert(7, (0, true));
-        let st = s.step(&at(1010, 4, 4), |p| t.get(p), || vec![w(7, 100)]);
+        let st = s.step(&at(1958, 4, 4), |p| t.get(p), || vec![w(7, 100)]);
         assert_eq!(boosts(&st), vec![(7, 50 * MS)]);
     }
 
@@ -1217,11 +1283,15 @@ mod tests {
         let ws = || vec![w(1, 100), w(2, 100), w(3, 100)];
         let mut s = CpuServer::new(c, &at(0, 0, 0));
         let mut served = Vec::new();
+        // activated at the zero laxity of the first period, 997.98 ms; each
+        // next period starts 1 s later and is served from its start
+        let first = 1000 * MS - 20_000 - 2 * MS;
         for p in 0..3u64 {
-            let now = p * 1000 * MS + 1000 * MS - 20_000 - 2 * MS;
+            let now = first + p * 1000 * MS;
             let smp = Sample {
                 now_ns: now,
                 normal_runtime_ns: p * 20_000,
+                boosted_runtime_ns: p * 20_000,
                 starved_since_ns: 1,
                 ..Default::default()
             };
@@ -1234,6 +1304,7 @@ mod tests {
             let smp = Sample {
                 now_ns: now + 20_000,
                 normal_runtime_ns: (p + 1) * 20_000,
+                boosted_runtime_ns: (p + 1) * 20_000,
                 starved_since_ns: 1,
                 ..Default::default()
             };
@@ -1241,8 +1312,9 @@ mod tests {
             assert_eq!(restores(&st), vec![(b[0].0, RestoreWhy::Exhausted)]);
             // the next period begins
             let smp = Sample {
-                now_ns: (p + 1) * 1000 * MS,
+                now_ns: first + (p + 1) * 1000 * MS,
                 normal_runtime_ns: (p + 1) * 20_000,
+                boosted_runtime_ns: (p + 1) * 20_000,
                 starved_since_ns: 1,
                 ..Default::default()
             };
@@ -1269,29 +1341,34 @@ mod tests {
         let mut s = CpuServer::new(cfg(10), &starving(0, 0, 0));
         let st = s.step(&starving(988, 0, 0), |p| t.get(p), || vec![w(1, 100)]);
         assert_eq!(boosts(&st), vec![(1, 10 * MS)]);
-        // the kernel cut it 15 ms late
+        // the kernel cut it 15 ms late (its period runs 988..1988 ms)
         t.run(1, 25 * MS);
-        let st = s.step(&starving(1000, 25, 25), |p| t.get(p), Vec::new);
-        assert_eq!(restores(&st), vec![(1, RestoreWhy::PeriodEnd)]);
-        assert_eq!(s.debt_ns(), 15 * MS);
+        let st = s.step(&starving(1003, 25, 25), |p| t.get(p), Vec::new);
+        assert_eq!(restores(&st), vec![(1, RestoreWhy::Exhausted)]);
         assert_eq!(s.stats.max_overrun_ns, 15 * MS);
-        // the next period owes nothing: no boost at its zero laxity
+        s.step(&starving(1988, 25, 25), |p| t.get(p), Vec::new);
+        assert_eq!(s.debt_ns(), 15 * MS);
+        // the next period owes nothing: no boost (served from its start)
         assert_eq!(s.owed_ns(&starving(1988, 25, 25)), 0);
         let st = s.step(
-            &starving(1988, 25, 25),
+            &starving(1990, 25, 25),
             |p| t.get(p),
             || panic!("nothing owed"),
         );
         assert!(st.actions.is_empty());
-        // the one after owes what is left: 10 - (15 - 10) = 5 ms
-        let st = s.step(&starving(2000, 25, 25), |p| t.get(p), Vec::new);
+        // the one after owes what is left: 10 - (15 - 10) = 5 ms, deferred
+        // again (no boost in the last period) to its zero laxity, where a
+        // new period opens
+        let st = s.step(&starving(2988, 25, 25), |p| t.get(p), Vec::new);
         assert!(st.actions.is_empty());
         assert_eq!(s.debt_ns(), 5 * MS);
-        let st = s.step(&starving(2993, 25, 25), |p| t.get(p), || vec![w(1, 100)]);
+        assert_eq!(st.next_ns, 3981 * MS);
+        let st = s.step(&starving(3981, 25, 25), |p| t.get(p), || vec![w(1, 100)]);
         assert_eq!(boosts(&st), vec![(1, 5 * MS)]);
+        assert_eq!(s.period_end_ns(), 4981 * MS);
         t.0.borrow_mut().get_mut(&1).unwrap().0 = 0; // counts from the boost
         t.run(1, 5 * MS);
-        s.step(&starving(3000, 30, 30), |p| t.get(p), Vec::new);
+        s.step(&starving(4981, 30, 30), |p| t.get(p), Vec::new);
         assert_eq!(
             s.debt_ns(),
             0,
@@ -1305,18 +1382,19 @@ mod tests {
         let mut s = CpuServer::new(cfg(10), &starving(0, 0, 0));
         s.step(&starving(988, 0, 0), |p| t.get(p), || vec![w(1, 100)]);
         t.run(1, 25 * MS);
-        s.step(&starving(1000, 25, 25), |p| t.get(p), Vec::new);
+        s.step(&starving(1003, 25, 25), |p| t.get(p), Vec::new);
+        s.step(&starving(1988, 25, 25), |p| t.get(p), Vec::new);
         assert_eq!(s.debt_ns(), 15 * MS);
         // a new starvation interval in a period that owes nothing because of
         // the debt: not "normal tasks got their runtime", so no restart (a
         // restart at every new interval woke the server thread every 1-2 ms)
         let smp = Sample {
-            starved_since_ns: 1500 * MS,
-            ..at(1500, 25, 25)
+            starved_since_ns: 2488 * MS,
+            ..at(2488, 25, 25)
         };
         assert!(!s.wants_starve_kick(&smp));
         s.step(&smp, |p| t.get(p), || panic!("nothing owed"));
-        assert_eq!(s.period_end_ns(), 2000 * MS);
+        assert_eq!(s.period_end_ns(), 2988 * MS);
     }
 
     #[test]
@@ -1329,16 +1407,17 @@ mod tests {
         s.step(&starving(1988, 300, 0), |p| t.get(p), || vec![w(1, 100)]);
         t.run(1, 12 * MS);
         s.step(&starving(2000, 312, 12), |p| t.get(p), Vec::new);
+        s.step(&starving(2988, 312, 12), |p| t.get(p), Vec::new);
         assert_eq!(s.debt_ns(), 2 * MS);
         // a clean boost, then normal tasks run 17 ms by themselves: no debt
         let t2 = Tasks::new(&[2]);
         let mut s2 = CpuServer::new(cfg(50), &starving(0, 0, 0));
         s2.step(&starving(948, 0, 0), |p| t2.get(p), || vec![w(2, 100)]);
         t2.run(2, 50 * MS);
-        s2.step(&starving(1000, 67, 50), |p| t2.get(p), Vec::new);
+        s2.step(&starving(1948, 67, 50), |p| t2.get(p), Vec::new);
         assert_eq!(s2.debt_ns(), 0);
         // a period of plenty with nothing starving: idle, debt forgotten
-        s.step(&at(3000, 400, 12), |p| t.get(p), Vec::new);
+        s.step(&at(3988, 400, 12), |p| t.get(p), Vec::new);
         assert!(!s.started());
         assert_eq!(s.debt_ns(), 0);
     }
@@ -1433,9 +1512,18 @@ mod tests {
         assert_eq!(boosts(&st), vec![(9, 20_000)]);
         // a 20 us share: checked after END_SLACK_NS (a wake-up costs more)
         assert_eq!(st.next_ns, smp.now_ns + END_SLACK_NS);
-        // exactly at the edge: restored, new period starts
-        let st = s.step(&at(1000, 0, 0), |p| t.get(p), Vec::new);
+        // exactly at the edge of the period the activation opened:
+        // restored, new period starts
+        let edge = smp.now_ns + 1000 * MS;
+        let st = s.step(
+            &Sample {
+                now_ns: edge,
+                ..Default::default()
+            },
+            |p| t.get(p),
+            Vec::new,
+        );
         assert_eq!(restores(&st), vec![(9, RestoreWhy::PeriodEnd)]);
-        assert_eq!(s.period_end_ns(), 2000 * MS);
+        assert_eq!(s.period_end_ns(), edge + 1000 * MS);
     }
 }

@@ -41,12 +41,8 @@ case_() { # runtime_us policy prio [scx_floor flags]
 	local rtr
 	rtr=$(cat /proc/sys/kernel/sched_rt_runtime_us)
 	sleep 0.5
-	local ha hb t0 t1 na nb
-	na=$(run_ns "$n"); ha=$(run_ns "$h"); t0=$(date +%s%N)
-	sleep 6
-	nb=$(run_ns "$n"); hb=$(run_ns "$h"); t1=$(date +%s%N)
-	normal=$(awk -v d=$((nb - na)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", d / t * 1000 }')
-	hog=$(awk -v d=$((hb - ha)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", d / t * 1000 }')
+	read -r normal hog < <(ms_per_s_of 6 "$n" "$h")
+	[ -n "$hog" ] || fail "could not read the tasks' schedstat"
 	kill -KILL "$h" "$n" 2>/dev/null
 	[ "$(scx_state)" = enabled ] || fail "scx_floor was ejected: $(scx_state)"
 	stop_floor || fail "scx_floor exit code $?"

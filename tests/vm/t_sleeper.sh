@@ -22,10 +22,8 @@ n=$(sleeper 1)
 sleep 1
 h=$(rt_hog 1 rr 25 20) || fail "no hog"
 sleep 2
-a=$(run_ns "$n"); ha=$(run_ns "$h"); t0=$(date +%s%N)
-sleep 6
-got=$(( ($(run_ns "$n") - a) * 1000 / ($(date +%s%N) - t0) ))
-hog=$(( ($(run_ns "$h") - ha) * 1000 / ($(date +%s%N) - t0) ))
+read -r got hog < <(ms_per_s_of 6 "$n" "$h")
+[ -n "$hog" ] || fail "could not read the tasks' schedstat"
 assert_not_ejected "$seq"
 stop_floor || fail "scx_floor exited $?"
 kill -KILL "$h" "$n" 2>/dev/null; wait "$h" "$n" 2>/dev/null
