@@ -507,7 +507,10 @@ impl<'v> CpuAgent<'v> {
             boosts_fifo: self.counts.fifo,
             boosts_failed: self.counts.failed,
             handed_over: s.handed_over,
-            overrun_p99_us: s.overrun.quantile_upper_ns(0.99).map(|v| v as f64 / 1e3),
+            overrun_p99_us: s
+                .overrun
+                .quantile_upper_ns(0.99)
+                .map(|v| v.min(s.max_overrun_ns) as f64 / 1e3),
             overrun_max_us: s.max_overrun_ns as f64 / 1e3,
             overrun_count: s.overrun.total(),
             steps: self.counts.steps,
