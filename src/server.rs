@@ -299,6 +299,16 @@ pub struct CpuServer {
     /// on 7.3.4 that many of them left the root domain's DL admission total
     /// (dl_bw->total_bw) 3347 below where it was (t_dlbw), after which the
     /// next start failed to write the ext_server runtime (EBUSY).
+    /// Keeping a sleeping DL boost across its sleeps would end that churn,
+    /// but a re-boost at the next period's start then failed on 7.3.4 in
+    /// every other period (traced: boosted, ran 0 ms in the period): a DL
+    /// task throttled at its runtime and restored before its deadline keeps
+    /// dl_throttled (the replenishment timer finds it no longer
+    /// SCHED_DEADLINE and leaves it), and until the inactive timer clears
+    /// the parameters at the old reservation's 0-lag time, a switch back to
+    /// SCHED_DEADLINE arms a timer at the new deadline instead of enqueueing
+    /// it (enqueue_dl_entity(), deadline.c). Deferred, the next boost comes
+    /// long after that 0-lag time.
     running: bool,
     /// the period in which each task was last boosted: the least recently
     /// served go first when more starve than can be boosted at once
