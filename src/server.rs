@@ -50,9 +50,7 @@ pub struct ServerConfig {
     /// that is owed (the kernel holds each task to its own runtime, so what a
     /// task that blocks leaves can only be handed on by a new boost), and a
     /// boosted task is looked at again no sooner than
-    /// [`KERNEL_CUT_MIN_STEP_NS`]; a boosted task that sleeps stays boosted
-    /// (the kernel runs it at each wake-up) until its share is used, the
-    /// period ends or another task starves. false: the server ends boosts itself,
+    /// [`KERNEL_CUT_MIN_STEP_NS`]. false: the server ends boosts itself,
     /// several at once, looking again after [`END_SLACK_NS`] at the soonest.
     pub kernel_cut: bool,
 }
@@ -295,25 +293,26 @@ pub struct CpuServer {
     boosts_in_period: u32,
     /// the starvation outlived a zero-laxity activation: the server serves
     /// each next period from its start, not deferred, for as long as it
-    /// has to boost in every period (see [`CpuServer::step`]). In
-    /// kernel-cut mode too, where a boost outlives its task's sleeps (with
-    /// a restore at each sleep and a boost at each wake-up, many
-    /// SCHED_DEADLINE switches once left the root domain's DL admission
-    /// total, dl_bw->total_bw, 3347 below where it was on 7.3.4, t_dlbw,
-    /// and the next start failed to write the ext_server runtime, EBUSY)
-    /// and a task the kernel throttled waits for its reservation's 0-lag
-    /// time before its next boost ([`CpuServer::end_boost`]).
+    /// has to boost in every period (see [`CpuServer::step`]). Never in
+    /// kernel-cut mode: there every wake-up of a sleeper served at once is
+    /// a SCHED_DEADLINE boost and restore of a task that sleeps again, and
+    /// on 7.3.4 that many of them left the root domain's DL admission total
+    /// (dl_bw->total_bw) 3347 below where it was (t_dlbw), after which the
+    /// next start failed to write the ext_server runtime (EBUSY).
+    /// Keeping a sleeping DL boost across its sleeps would end that churn,
+    /// but a re-boost at the next period's start then failed on 7.3.4 in
+    /// every other period (traced: boosted, ran 0 ms in the period): a DL
+    /// task throttled at its runtime and restored before its deadline keeps
+    /// dl_throttled (the replenishment timer finds it no longer
+    /// SCHED_DEADLINE and leaves it), and until the inactive timer clears
+    /// the parameters at the old reservation's 0-lag time, a switch back to
+    /// SCHED_DEADLINE arms a timer at the new deadline instead of enqueueing
+    /// it (enqueue_dl_entity(), deadline.c). Deferred, the next boost comes
+    /// long after that 0-lag time.
     running: bool,
     /// the period in which each task was last boosted: the least recently
     /// served go first when more starve than can be boosted at once
     served_in: std::collections::HashMap<u32, u64>,
-    /// kernel-cut mode: the SCHED_DEADLINE reservation of each boost in
-    /// progress, (absolute deadline, relative deadline = period, runtime), ns
-    dl_resv: std::collections::HashMap<u32, (u64, u64, u64)>,
-    /// kernel-cut mode: tasks not to be boosted again before this time
-    /// (CLOCK_MONOTONIC ns), the 0-lag time of a reservation the kernel
-    /// throttled (see [`CpuServer::end_boost`])
-    zero_lag_at: std::collections::HashMap<u32, u64>,
     /// counters
     pub stats: ServerStats,
 }
@@ -343,8 +342,6 @@ impl CpuServer {
             boosts_in_period: 0,
             running: false,
             served_in: std::collections::HashMap::new(),
-            dl_resv: std::collections::HashMap::new(),
-            zero_lag_at: std::collections::HashMap::new(),
             stats: ServerStats::default(),
         }
     }
@@ -403,25 +400,7 @@ impl CpuServer {
         self.debt_ns
     }
 
-    fn end_boost(&mut self, a: &ActiveBoost, used: u64, why: RestoreWhy, now: u64, out: &mut Step) {
-        if let Some((dl, d, r)) = self.dl_resv.remove(&a.pid) {
-            // Kernel-cut mode: a task the kernel throttled at its runtime
-            // and that is restored before its deadline keeps dl_throttled
-            // (the replenishment timer finds it no longer SCHED_DEADLINE
-            // and leaves it) until the inactive timer clears its parameters
-            // at the reservation's 0-lag time, deadline - runtime left x
-            // period / runtime (task_non_contending(), deadline.c): boosted
-            // again before that, it is not enqueued but waits for a timer
-            // at its new deadline. Traced on 7.3.4: re-boosted 3 ms into
-            // the next period, the task ran 0 ms in every other period.
-            if r > 0 && used >= r && now < dl {
-                let late = ((used - r) as u128 * d as u128 / r as u128).min(u64::MAX as u128);
-                // (+ the latency of a policy change made from another CPU:
-                // the kernel's deadline counts from the change)
-                let at = dl.saturating_add(late as u64) + KERNEL_CUT_EXTRA_MARGIN_NS;
-                self.zero_lag_at.insert(a.pid, at);
-            }
-        }
+    fn end_boost(&mut self, a: &ActiveBoost, used: u64, why: RestoreWhy, out: &mut Step) {
         let over = used.saturating_sub(a.share_ns);
         self.period_overrun_ns += over;
         if why != RestoreWhy::Blocked {
@@ -454,13 +433,6 @@ impl CpuServer {
     ) -> Step {
         let now = s.now_ns;
         let mut out = Step::default();
-        self.zero_lag_at.retain(|_, t| *t > now);
-        let not_yet: Vec<u32> = self.zero_lag_at.keys().copied().collect();
-        let mut waiters = move || {
-            let mut v = waiters();
-            v.retain(|w| !not_yet.contains(&w.pid));
-            v
-        };
 
         if !self.started {
             if s.starved_since_ns == 0 {
@@ -505,7 +477,7 @@ impl CpuServer {
                 let used = task(a.pid)
                     .map(|t| t.runtime_ns.saturating_sub(a.base_ns))
                     .unwrap_or(0);
-                self.end_boost(&a, used, RestoreWhy::PeriodEnd, now, &mut out);
+                self.end_boost(&a, used, RestoreWhy::PeriodEnd, &mut out);
             }
             self.stats.last_period_delivered_ns =
                 s.delivered().saturating_sub(self.delivered_base_ns);
@@ -539,7 +511,10 @@ impl CpuServer {
                 .stats
                 .last_period_delivered_ns
                 .saturating_sub(self.stats.last_period_boosted_ns);
-            self.running = n == 1 && self.boosts_in_period > 0 && own < self.cfg.runtime_ns;
+            self.running = n == 1
+                && self.boosts_in_period > 0
+                && own < self.cfg.runtime_ns
+                && !self.cfg.kernel_cut;
             self.period_start_ns += n * self.cfg.period_ns;
             self.delivered_base_ns = s.delivered();
             self.boosted_base_ns = s.boosted();
@@ -568,68 +543,27 @@ impl CpuServer {
 
         // Boosts in progress: end those that blocked or used their share.
         let mut keep: Vec<(ActiveBoost, u64)> = Vec::new();
-        let mut asleep: Vec<(ActiveBoost, u64)> = Vec::new();
         for a in std::mem::take(&mut self.active) {
             match task(a.pid) {
                 Some(t) if t.runnable || t.cut => {
                     let used = t.runtime_ns.saturating_sub(a.base_ns);
                     let spent = used + END_SLACK_NS.min(a.share_ns / 2) >= a.share_ns;
                     if t.cut && !spent {
-                        self.end_boost(&a, used, RestoreWhy::Blocked, now, &mut out);
+                        self.end_boost(&a, used, RestoreWhy::Blocked, &mut out);
                     } else if spent || t.cut || owed < MIN_BOOST_NS {
-                        self.end_boost(&a, used, RestoreWhy::Exhausted, now, &mut out);
+                        self.end_boost(&a, used, RestoreWhy::Exhausted, &mut out);
                         self.exhausted.push(a.pid);
                     } else {
                         keep.push((a, used));
-                    }
-                }
-                Some(t) if self.cfg.kernel_cut => {
-                    // Asleep under a SCHED_DEADLINE boost: the kernel holds
-                    // it to its runtime and runs it at each wake-up; kept
-                    // (below) unless another task starves.
-                    let used = t.runtime_ns.saturating_sub(a.base_ns);
-                    if used + END_SLACK_NS.min(a.share_ns / 2) >= a.share_ns || owed < MIN_BOOST_NS
-                    {
-                        self.end_boost(&a, used, RestoreWhy::Exhausted, now, &mut out);
-                        self.exhausted.push(a.pid);
-                    } else {
-                        asleep.push((a, used));
                     }
                 }
                 other => {
                     let used = other
                         .map(|t| t.runtime_ns.saturating_sub(a.base_ns))
                         .unwrap_or(0);
-                    self.end_boost(&a, used, RestoreWhy::Blocked, now, &mut out);
+                    self.end_boost(&a, used, RestoreWhy::Blocked, &mut out);
                 }
             }
-        }
-        // Kernel-cut mode keeps a boosted task that sleeps boosted until its
-        // share is used or the period ends, and hands its share on only
-        // when another task starves: a restore at each sleep and a boost at
-        // each wake-up cost two policy changes per run of a task that sleeps
-        // often (made from another CPU: 0.8-4 ms under TCG each), and in
-        // t_dlbw that churn once left the root domain's DL admission total
-        // 3347 below its value; deferred in every period instead, such a
-        // task got 6 ms/s of a 50 ms/s budget.
-        let mut ws: Option<Vec<Waiter>> = None;
-        if !asleep.is_empty() {
-            let done = restores_in(&out);
-            let w: Vec<Waiter> = waiters()
-                .into_iter()
-                .filter(|w| !done.contains(&w.pid))
-                .collect();
-            let another = w.iter().any(|w| {
-                !asleep.iter().any(|(a, _)| a.pid == w.pid) && !self.exhausted.contains(&w.pid)
-            });
-            for (a, used) in asleep {
-                if another {
-                    self.end_boost(&a, used, RestoreWhy::Blocked, now, &mut out);
-                } else {
-                    keep.push((a, used));
-                }
-            }
-            ws = Some(w);
         }
 
         if owed < MIN_BOOST_NS {
@@ -651,8 +585,9 @@ impl CpuServer {
             return out;
         }
         let restored: Vec<u32> = restores_in(&out);
+        let mut ws: Option<Vec<Waiter>> = None;
         let (mut end, mut owed) = (end, owed);
-        if keep.is_empty() && !self.running {
+        if keep.is_empty() && !self.running && !self.cfg.kernel_cut {
             // The zero-laxity activation of a deferred server opens a new
             // period here, with the whole runtime (less any debt), as the
             // kernel does when the defer timer of a dl_server fires: a
@@ -666,13 +601,13 @@ impl CpuServer {
             // period's service at its start fell 0.05 s apart: a 6 s window
             // over both got 55-57 ms/s of a 50 ms/s budget, and the RT task
             // 937-940 ms/s (t_floor). Only when a task is there to boost:
-            // else the period would move for nothing.
-            let w: Vec<Waiter> = ws.take().unwrap_or_else(|| {
-                waiters()
-                    .into_iter()
-                    .filter(|w| !restored.contains(&w.pid))
-                    .collect()
-            });
+            // else the period would move for nothing. Not in kernel-cut
+            // mode, which defers every period (see `running`): new periods
+            // there would come every period less the runtime.
+            let w: Vec<Waiter> = waiters()
+                .into_iter()
+                .filter(|w| !restored.contains(&w.pid))
+                .collect();
             if !w.is_empty() {
                 self.period_start_ns = now;
                 self.delivered_base_ns = s.delivered();
@@ -731,7 +666,8 @@ impl CpuServer {
                 self.served_in.insert(w.pid, self.stats.periods);
                 self.stats.boosts += 1;
                 self.boosts_in_period += 1;
-                self.running = true;
+                // not in kernel-cut mode: see `running`
+                self.running = !self.cfg.kernel_cut;
                 out.actions.push(Action::Boost {
                     pid: w.pid,
                     budget_ns: 0,
@@ -766,18 +702,9 @@ impl CpuServer {
             next = next.min(now + (a.share_ns - used).max(min_step));
         }
         for act in out.actions.iter_mut() {
-            if let Action::Boost {
-                pid,
-                budget_ns,
-                deadline_ns,
-            } = act
-            {
+            if let Action::Boost { pid, budget_ns, .. } = act {
                 if let Some((a, _)) = keep.iter().find(|(a, _)| a.pid == *pid) {
                     *budget_ns = a.share_ns;
-                    if self.cfg.kernel_cut {
-                        self.dl_resv
-                            .insert(*pid, (now + *deadline_ns, *deadline_ns, a.share_ns));
-                    }
                 }
             }
         }
@@ -791,7 +718,6 @@ impl CpuServer {
     pub fn drop_boost(&mut self, pid: u32) {
         let n = self.active.len();
         self.active.retain(|a| a.pid != pid);
-        self.dl_resv.remove(&pid);
         if self.active.len() < n {
             self.boosts_in_period = self.boosts_in_period.saturating_sub(1);
         }
@@ -800,7 +726,6 @@ impl CpuServer {
     /// Forgets every boost (the caller restored them).
     pub fn drop_all(&mut self) {
         self.active.clear();
-        self.dl_resv.clear();
     }
 }
 
@@ -1549,8 +1474,10 @@ mod tests {
     }
 
     #[test]
-    fn kernel_cut_keeps_a_sleeping_boost_and_serves_the_next_period_at_once() {
-        let t = Tasks::new(&[1, 2]);
+    fn kernel_cut_defers_every_period() {
+        // each wake-up served at once would be a SCHED_DEADLINE switch of a
+        // task that sleeps again (see `running`): deferred in each period
+        let t = Tasks::new(&[1]);
         let c = ServerConfig {
             kernel_cut: true,
             ..cfg(50)
@@ -1558,83 +1485,12 @@ mod tests {
         let mut s = CpuServer::new(c, &starving(0, 0, 0));
         let st = s.step(&starving(948, 0, 0), |p| t.get(p), || vec![w(1, 100)]);
         assert_eq!(boosts(&st), vec![(1, 50 * MS)]);
-        assert_eq!(
-            s.period_end_ns(),
-            1948 * MS,
-            "a new period at the activation"
-        );
-        // it runs 2 ms and sleeps: still boosted while nobody else starves
-        t.run(1, 2 * MS);
-        t.block(1);
-        let st = s.step(&starving(951, 2, 2), |p| t.get(p), Vec::new);
-        assert!(st.actions.is_empty());
-        assert_eq!(s.active().len(), 1);
-        assert_eq!(st.next_ns, 999 * MS, "when its share could be used");
-        // another task starves while it sleeps: the rest goes to that one
-        let st = s.step(&starving(960, 2, 2), |p| t.get(p), || vec![w(2, 100)]);
-        assert_eq!(restores(&st), vec![(1, RestoreWhy::Blocked)]);
-        assert_eq!(boosts(&st), vec![(2, 48 * MS)]);
-        t.run(2, 48 * MS);
-        let st = s.step(&starving(1010, 50, 50), |p| t.get(p), Vec::new);
-        assert_eq!(restores(&st), vec![(2, RestoreWhy::Exhausted)]);
-        // the next period is served from its start, not deferred
-        s.step(&starving(1948, 50, 50), |p| t.get(p), Vec::new);
-        t.0.borrow_mut().insert(1, (0, true));
-        let st = s.step(&starving(1950, 50, 50), |p| t.get(p), || vec![w(1, 100)]);
-        assert_eq!(boosts(&st), vec![(1, 50 * MS)]);
-        // a sleeping boost whose share is used ends as exhausted
         t.run(1, 50 * MS);
-        t.block(1);
-        let st = s.step(&starving(2001, 100, 100), |p| t.get(p), Vec::new);
-        assert_eq!(restores(&st), vec![(1, RestoreWhy::Exhausted)]);
-    }
-
-    #[test]
-    fn kernel_cut_waits_for_the_zero_lag_time_of_a_throttled_boost() {
-        let t = Tasks::new(&[1, 2]);
-        let c = ServerConfig {
-            kernel_cut: true,
-            ..cfg(50)
-        };
-        let mut s = CpuServer::new(c, &starving(0, 0, 0));
-        s.step(&starving(948, 0, 0), |p| t.get(p), || vec![w(1, 100)]);
-        // the kernel throttled it 2 ms past its 50 ms runtime (deadline
-        // 1948 ms, period 1 s): 0-lag time 1948 + 2 x 1000 / 50 = 1988 ms
-        t.run(1, 52 * MS);
-        let st = s.step(&starving(1000, 52, 52), |p| t.get(p), Vec::new);
-        assert_eq!(restores(&st), vec![(1, RestoreWhy::Exhausted)]);
-        s.step(&starving(1948, 52, 52), |p| t.get(p), Vec::new);
-        let st = s.step(&starving(1950, 52, 52), |p| t.get(p), || vec![w(1, 100)]);
-        assert!(boosts(&st).is_empty(), "not before its 0-lag time");
-        let st = s.step(
-            &starving(1960, 52, 52),
-            |p| t.get(p),
-            || vec![w(1, 100), w(2, 100)],
-        );
-        assert_eq!(boosts(&st), vec![(2, 48 * MS)], "another task may go");
-        t.run(2, 48 * MS);
-        s.step(&starving(2010, 100, 100), |p| t.get(p), Vec::new);
-        // (3 ms later for the latency of a change from another CPU)
-        let later = 1988 * MS + KERNEL_CUT_EXTRA_MARGIN_NS;
-        let smp = Sample {
-            now_ns: later,
-            ..starving(0, 100, 100)
-        };
-        s.step(&smp, |p| t.get(p), || vec![w(1, 100)]);
-        // the next period (from 2948 ms) boosts it again
+        s.step(&starving(1000, 50, 50), |p| t.get(p), Vec::new);
         t.0.borrow_mut().insert(1, (0, true));
-        s.step(&starving(2948, 100, 100), |p| t.get(p), Vec::new);
-        let st = s.step(&starving(2950, 100, 100), |p| t.get(p), || vec![w(1, 100)]);
-        assert_eq!(boosts(&st), vec![(1, 50 * MS)]);
-        // a boost ended before the kernel throttled it: no wait
-        t.run(1, 49 * MS);
-        t.block(1);
-        let st = s.step(&starving(3000, 149, 149), |p| t.get(p), || vec![w(2, 100)]);
-        assert_eq!(restores(&st), vec![(1, RestoreWhy::Blocked)]);
-        t.0.borrow_mut().insert(1, (0, true));
-        s.step(&starving(3948, 150, 150), |p| t.get(p), Vec::new);
-        let st = s.step(&starving(3950, 150, 150), |p| t.get(p), || vec![w(1, 100)]);
-        assert_eq!(boosts(&st).len(), 1);
+        let st = s.step(&starving(1010, 50, 50), |p| t.get(p), || panic!("deferred"));
+        assert!(st.actions.is_empty());
+        assert_eq!(st.next_ns, 1948 * MS);
     }
 
     #[test]

@@ -41,14 +41,11 @@ ms=$(wait_for 3 bw_back) ||
 note "sleeper served $got ms/s; DL admission total at most $max ($(awk -v m="$max" 'BEGIN { printf "%.2f", m / 1048576 }') CPUs) during the run, back to $bw0 $ms ms after exit"
 [ "$min" -ge 0 ] || fail "DL admission total went negative ($min) during the run: an accounting error"
 le "$max" $((4 * 1048576)) || fail "DL admission total reached $max during the run (> 4 CPUs)"
-# Kernel-cut mode keeps a sleeping task's DL boost across its sleeps and, once
-# activated, serves each period from its start (server.rs, `running`): 39 ms/s
-# measured. Deferred in every period with a restore at each sleep it got
-# 6 ms/s (served only inside the last ~70 ms of each period); served at once
-# with a restore at each sleep, 54 ms/s, but total_bw once ended 3347 below
-# its baseline. Asserted: half the budget (each hand-over costs policy
-# changes made from another CPU, 0.8-4 ms under TCG).
-ge "$got" 25 || fail "the sleeping task got $got ms/s under the hog (25 asserted in kernel-cut mode)"
+# Kernel-cut mode defers the server in every period (server.rs, `running`):
+# served only inside the last 50 ms of each, 109-118 ms in 8 s before this
+# figure was per second. (Served at once after the first activation, as in
+# FIFO mode: 54 ms/s, but once total_bw ended 3347 below its baseline.)
+ge "$got" 5 || fail "the sleeping task got $got ms/s under the hog (5 asserted in kernel-cut mode)"
 [ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt0" ] || fail "sched_rt_runtime_us $(cat /proc/sys/kernel/sched_rt_runtime_us), was $rt0"
 if grep -q "refuses .* knob" "$FLOOR_LOG"; then
 	grep "refuses" "$FLOOR_LOG" | sed 's/^/    /'
