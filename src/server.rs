@@ -178,7 +178,8 @@ pub enum RestoreWhy {
     Exhausted,
     /// it blocked or exited: its unused share goes to the other boosted tasks
     Blocked,
-    /// the period ended: the budget is replenished, the server defers again
+    /// the period ended: the budget is replenished (the next period is
+    /// served from its start, or deferred again: see `CpuServer::step`)
     PeriodEnd,
 }
 
@@ -308,7 +309,11 @@ pub struct CpuServer {
     /// the parameters at the old reservation's 0-lag time, a switch back to
     /// SCHED_DEADLINE arms a timer at the new deadline instead of enqueueing
     /// it (enqueue_dl_entity(), deadline.c). Deferred, the next boost comes
-    /// long after that 0-lag time.
+    /// long after that 0-lag time. Tried (6f6398b, reverted): kept sleeping
+    /// boosts, served periods and a wait for that 0-lag time gave 50.0 ms/s
+    /// in t_floor's kernel-cut case and 39 for t_dlbw's sleeper, but after
+    /// the full suite's kernel-cut runs a start could not write the
+    /// ext_server runtime (EBUSY) for the rest of the boot.
     running: bool,
     /// the period in which each task was last boosted: the least recently
     /// served go first when more starve than can be boosted at once
