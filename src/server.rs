@@ -405,6 +405,16 @@ impl CpuServer {
         self.debt_ns
     }
 
+    /// Starts a period at `start_ns`: what is delivered and boosted counts
+    /// from `s`, and no task has been boosted or used its share in it.
+    fn open_period(&mut self, start_ns: u64, s: &Sample) {
+        self.period_start_ns = start_ns;
+        self.delivered_base_ns = s.delivered();
+        self.boosted_base_ns = s.boosted();
+        self.boosts_in_period = 0;
+        self.exhausted.clear();
+    }
+
     fn end_boost(&mut self, a: &ActiveBoost, used: u64, why: RestoreWhy, out: &mut Step) {
         let over = used.saturating_sub(a.share_ns);
         self.period_overrun_ns += over;
@@ -446,11 +456,7 @@ impl CpuServer {
                 return out;
             }
             self.started = true;
-            self.period_start_ns = s.starved_since_ns.min(now);
-            self.delivered_base_ns = s.delivered();
-            self.boosted_base_ns = s.boosted();
-            self.boosts_in_period = 0;
-            self.exhausted.clear();
+            self.open_period(s.starved_since_ns.min(now), s);
         }
 
         // A new starvation while nothing is owed and nothing is boosted
@@ -468,11 +474,7 @@ impl CpuServer {
             && now < self.period_end_ns()
             && self.got_runtime(s)
         {
-            self.period_start_ns = s.starved_since_ns;
-            self.delivered_base_ns = s.delivered();
-            self.boosted_base_ns = s.boosted();
-            self.boosts_in_period = 0;
-            self.exhausted.clear();
+            self.open_period(s.starved_since_ns, s);
             self.running = false;
         }
 
@@ -520,11 +522,7 @@ impl CpuServer {
                 && self.boosts_in_period > 0
                 && own < self.cfg.runtime_ns
                 && !self.cfg.kernel_cut;
-            self.period_start_ns += n * self.cfg.period_ns;
-            self.delivered_base_ns = s.delivered();
-            self.boosted_base_ns = s.boosted();
-            self.boosts_in_period = 0;
-            self.exhausted.clear();
+            self.open_period(self.period_start_ns + n * self.cfg.period_ns, s);
             if out.actions.is_empty()
                 && s.starved_since_ns == 0
                 && self.stats.last_period_delivered_ns >= self.cfg.runtime_ns
@@ -589,7 +587,15 @@ impl CpuServer {
             out.next_ns = activate_at;
             return out;
         }
+        // the tasks starving here, less those restored in this step (at
+        // most one call: `waiters` may be costly)
         let restored: Vec<u32> = restores_in(&out);
+        let mut starving = || -> Vec<Waiter> {
+            waiters()
+                .into_iter()
+                .filter(|w| !restored.contains(&w.pid))
+                .collect()
+        };
         let mut ws: Option<Vec<Waiter>> = None;
         let (mut end, mut owed) = (end, owed);
         if keep.is_empty() && !self.running && !self.cfg.kernel_cut {
@@ -609,16 +615,9 @@ impl CpuServer {
             // else the period would move for nothing. Not in kernel-cut
             // mode, which defers every period (see `running`): new periods
             // there would come every period less the runtime.
-            let w: Vec<Waiter> = waiters()
-                .into_iter()
-                .filter(|w| !restored.contains(&w.pid))
-                .collect();
+            let w = starving();
             if !w.is_empty() {
-                self.period_start_ns = now;
-                self.delivered_base_ns = s.delivered();
-                self.boosted_base_ns = s.boosted();
-                self.boosts_in_period = 0;
-                self.exhausted.clear();
+                self.open_period(now, s);
                 end = self.period_end_ns();
                 owed = self.owed_ns(s);
             }
@@ -639,12 +638,7 @@ impl CpuServer {
         // Newly starving tasks join with a share of what is not allotted;
         // those that used their share already only when nobody else starves.
         if pool >= MIN_BOOST_NS {
-            let mut ws: Vec<Waiter> = ws.take().unwrap_or_else(|| {
-                waiters()
-                    .into_iter()
-                    .filter(|w| !restored.contains(&w.pid))
-                    .collect()
-            });
+            let mut ws: Vec<Waiter> = ws.take().unwrap_or_else(&mut starving);
             ws.sort_by_key(|w| self.served_in.get(&w.pid).map_or(0, |p| p + 1));
             let fresh = ws.iter().any(|w| !self.exhausted.contains(&w.pid));
             let room = if self.cfg.kernel_cut {
