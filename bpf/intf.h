@@ -23,6 +23,9 @@ enum floor_consts {
 	 * on N); every other task waits in the shared vtime DSQ.
 	 */
 	FLOOR_SHARED_DSQ = FLOOR_MAX_CPUS,
+	/* cpu_hp_state[] values: the CPU's last hotplug event since load. */
+	FLOOR_CPU_WENT_DOWN = 1,
+	FLOOR_CPU_CAME_UP = 2,
 	/*
 	 * Run-length and overshoot histograms: a value v (ns) falls in bucket
 	 * 4 * floor(log2 v) + the next two bits of v below its top bit, so every
@@ -59,6 +62,50 @@ enum floor_consts {
 	FLOOR_SLOTS_PER_CPU = 16,
 	/* Upper bound of boosted tasks tracked at once (see boosted_pids). */
 	FLOOR_MAX_BOOSTED = FLOOR_MAX_CPUS * FLOOR_SLOTS_PER_CPU,
+};
+
+/*
+ * How slices end: the `slice_end` read-only setting of the BPF program,
+ * fixed at load.
+ */
+enum floor_slice_end {
+	/* at the first scheduler tick after the slice ran out (A/B only) */
+	FLOOR_SLICE_END_TICK = 0,
+	/* a per-CPU bpf_timer (an hrtimer pinned to the CPU) kicks the task */
+	FLOOR_SLICE_END_BPF_TIMER = 1,
+	/*
+	 * A per-CPU user-space thread (SCHED_FIFO 99, pinned) sleeps until the
+	 * slice is due; its wake-up preempts the task and ops.stopping() ends
+	 * the slice. For kernels whose verifier refuses bpf_timer (PREEMPT_RT).
+	 */
+	FLOOR_SLICE_END_THREAD = 2,
+};
+
+/*
+ * The slice-end thread of one CPU and the BPF side meet here (.bss, one per
+ * CPU). Both sides touch a CPU's entry only from that CPU: the thread is
+ * pinned there and ops.running()/ops.stopping() run there, so a context
+ * switch separates every write of one side from the other's next read.
+ */
+struct floor_slicer {
+	/* BPF: when the slice of the CPU's current run is due (its start +
+	 * slice - timer lead), also while that run is preempted with slice
+	 * left; 0 when no run needs ending */
+	u64 due_ns;
+	/* BPF: due_ns - start of the last run: what a run started right now
+	 * would be given, used to predict the next due time */
+	u64 len_ns;
+	/* BPF: runs started on the CPU */
+	u64 nr_starts;
+	/* thread: its next timed wake-up; 0 while parked (no run to end):
+	 * ops.running() then wakes it through its ring buffer */
+	u64 wake_ns;
+	/* thread: when it last went to sleep after a wake-up, ns; the BPF side
+	 * clears it at the next run start */
+	u64 slept_ns;
+	/* BPF: from the thread going to sleep to the next run's start, EWMA
+	 * (weight 1/8) over starts within len_ns of it: the prediction adds it */
+	u64 gap_ns;
 };
 
 /*

@@ -8,7 +8,12 @@
  * 1. Slices end on time. When a task starts running, a per-CPU bpf_timer (an
  *    hrtimer pinned to that CPU) is armed for the task's slice; when it fires
  *    it preempts the task with SCX_KICK_PREEMPT. Without it a slice would end
- *    at the first scheduler tick after it expired (4 ms at HZ=250).
+ *    at the first scheduler tick after it expired (4 ms at HZ=250). Where the
+ *    verifier refuses bpf_timer (PREEMPT_RT kernels), a per-CPU thread in
+ *    user space sleeps until the slice is due instead: its wake-up preempts
+ *    the task and ops.stopping() ends the slice (floor_slicer in intf.h).
+ *    Which one runs is the read-only slice_end: the verifier does not walk
+ *    the timer calls of a program loaded without it.
  *
  * 2. The time a higher class (RT, DL, stop) takes from normal tasks is known.
  *    A tp_btf/sched_switch program sees every switch: when a higher class
@@ -39,7 +44,7 @@ UEI_DEFINE(uei);
 
 /* Set by user space before load. */
 const volatile u64 slice_ns = 3000000;	/* default slice, ns */
-const volatile bool slice_timer = true;	/* false: slices end at the tick */
+const volatile u32 slice_end = FLOOR_SLICE_END_BPF_TIMER;	/* enum floor_slice_end */
 /*
  * How much earlier than the slice's end the timer is armed, ns: a fixed
  * value, or -1 for "auto": the CPU's measured timer latency (from the timer's
@@ -92,8 +97,18 @@ struct cur_run cur_runs[FLOOR_MAX_CPUS];
 
 /* Read by user space. */
 struct floor_cpu_stat cpu_stats[FLOOR_MAX_CPUS];
+/* Shared with the slice-end threads (FLOOR_SLICE_END_THREAD). */
+struct floor_slicer slicers[FLOOR_MAX_CPUS];
 struct floor_boost_slot boost_slots[FLOOR_MAX_CPUS * FLOOR_SLOTS_PER_CPU];
 u64 nr_cpu_hotplug;
+/*
+ * Each CPU's last hotplug event since load, read by user space: 0 none,
+ * FLOOR_CPU_WENT_DOWN, FLOOR_CPU_CAME_UP. Written before nr_cpu_hotplug
+ * moves (a full barrier), so a reader that sees the new count sees it. The
+ * sysfs online mask is not that: ops.cpu_offline() runs before the CPU
+ * leaves cpu_online_mask, and a planner woken by its kick read it there.
+ */
+u8 cpu_hp_state[FLOOR_MAX_CPUS];
 u64 vtime_now;
 
 /* True between ops.init() and ops.exit(): the tracepoint must not call the
@@ -176,6 +191,17 @@ struct {
 	__array(values, struct server_wake_rb);
 } server_wake SEC(".maps");
 
+/*
+ * The same for each CPU's slice-end thread (FLOOR_SLICE_END_THREAD), created
+ * by that thread: a record wakes it while it is parked and a run starts.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, FLOOR_MAX_CPUS);
+	__type(key, u32);
+	__array(values, struct server_wake_rb);
+} slicer_wake SEC(".maps");
+
 static __always_inline struct floor_cpu_stat *cpu_stat(s32 cpu)
 {
 	if (cpu < 0 || cpu >= FLOOR_MAX_CPUS)
@@ -188,6 +214,23 @@ static __always_inline struct slice_ctx *slice_ctx(s32 cpu)
 	u32 key = cpu;
 
 	return bpf_map_lookup_elem(&slice_ctxs, &key);
+}
+
+static __always_inline struct floor_slicer *slicer(s32 cpu)
+{
+	if (cpu < 0 || cpu >= FLOOR_MAX_CPUS)
+		return NULL;
+	return &slicers[cpu & (FLOOR_MAX_CPUS - 1)];
+}
+
+/*
+ * A slice-end thread that wakes this early for a run (ns) still ends it:
+ * its wake-up is a prediction when it went to sleep before the run began.
+ * An eighth of the slice, and at most 50 us.
+ */
+static __always_inline u64 slicer_slack(u64 slice)
+{
+	return slice / 8 < 50000 ? slice / 8 : 50000;
 }
 
 static __always_inline u64 cpu_slice(s32 cpu)
@@ -424,17 +467,6 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	vtime = p->scx.dsq_vtime;
 
 	/*
-	 * The CPU's only runnable task, at the end of its slice (SCX_OPS_ENQ_LAST):
-	 * it runs on with a new slice, through ops.running() again, so that its
-	 * runs are timed and counted like any other (by default the kernel would
-	 * keep it running with a 20 ms slice of its own, unseen).
-	 */
-	if (enq_flags & SCX_ENQ_LAST) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
-		return;
-	}
-
-	/*
 	 * A task that slept long must not bank more than a slice of credit.
 	 * Only such a sleeper may preempt on wake-up (below): tasks that wake
 	 * each other in quick succession (pipes, futexes) are close in vtime,
@@ -602,56 +634,6 @@ static __always_inline u32 starve_rescue(u64 dsq, s32 cpu, u64 limit, u32 done)
 	return done;
 }
 
-void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
-{
-	struct task_struct *own, *shared;
-	bool own_first;
-	u64 now, limit;
-
-	/*
-	 * Starvation guard: vtime order first, but no queued task waits much
-	 * longer than FLOOR_STARVE_MS (see intf.h).
-	 */
-	if (cpu >= 0 && cpu < FLOOR_MAX_CPUS) {
-		now = bpf_ktime_get_ns();
-		if (now - starve_scan_ns[cpu] >= FLOOR_STARVE_SCAN_MS * 1000000ULL) {
-			starve_scan_ns[cpu] = now;
-			limit = starve_jiffies(now);
-			if (limit) {
-				u32 n = starve_rescue(cpu, cpu, limit, 0);
-				struct floor_cpu_stat *st;
-
-				n = starve_rescue(FLOOR_SHARED_DSQ, cpu, limit, n);
-				if (n) {
-					st = cpu_stat(cpu);
-					if (st)
-						st->nr_starve_rescue += n;
-					/*
-					 * A task moved from another CPU's runqueue may
-					 * have been dequeued meanwhile: return only if
-					 * this CPU has something to run.
-					 */
-					if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
-						return;
-				}
-			}
-		}
-	}
-
-	/* Take the lower vtime of the CPU's own DSQ and the shared one. */
-	own = __COMPAT_scx_bpf_dsq_peek(cpu);
-	shared = __COMPAT_scx_bpf_dsq_peek(FLOOR_SHARED_DSQ);
-	own_first = own && (!shared || vtime_before(own->scx.dsq_vtime, shared->scx.dsq_vtime));
-
-	if (own_first) {
-		if (!scx_bpf_dsq_move_to_local(cpu, 0))
-			scx_bpf_dsq_move_to_local(FLOOR_SHARED_DSQ, 0);
-	} else {
-		if (!scx_bpf_dsq_move_to_local(FLOOR_SHARED_DSQ, 0))
-			scx_bpf_dsq_move_to_local(cpu, 0);
-	}
-}
-
 static int slice_timer_fn(void *map, int *key, struct slice_ctx *sc)
 {
 	s32 cpu = *key;
@@ -671,7 +653,62 @@ static int slice_timer_fn(void *map, int *key, struct slice_ctx *sc)
 	return 0;
 }
 
-void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
+/*
+ * A run whose slice is due at due_ns starts on cpu at now: tell its
+ * slice-end thread, and wake it if it is parked or would wake too late.
+ * len_ns is what a run with a whole slice gets before it is due; with the
+ * gap from the thread's last sleep to a run start, the thread's prediction.
+ */
+static __always_inline void slicer_arm(s32 cpu, u64 now, u64 due_ns, u64 len_ns)
+{
+	struct floor_slicer *sl = slicer(cpu);
+	u64 slept, gap;
+	u32 key = cpu;
+	void *rb;
+
+	if (!sl)
+		return;
+	sl->due_ns = due_ns;
+	sl->len_ns = len_ns;
+	sl->nr_starts++;
+	slept = sl->slept_ns;
+	if (slept) {
+		sl->slept_ns = 0;
+		gap = now > slept ? now - slept : 0;
+		if (gap < len_ns)
+			sl->gap_ns = (u64)((s64)sl->gap_ns + ((s64)gap - (s64)sl->gap_ns) / 8);
+	}
+	if (sl->wake_ns && sl->wake_ns <= due_ns + slicer_slack(len_ns))
+		return;
+	sl->wake_ns = due_ns;
+	rb = bpf_map_lookup_elem(&slicer_wake, &key);
+	if (rb)
+		bpf_ringbuf_output(rb, &key, sizeof(key), 0);
+}
+
+/*
+ * The run on cpu stops. A task still runnable whose slice is due (or nearly:
+ * the slice-end thread's wake-up preempted it) gets no slice left, so the
+ * kernel hands it to ops.enqueue() instead of back to the head of the local
+ * DSQ; the thread has nothing to end once the run is over.
+ */
+static __always_inline void slicer_stopping(struct task_struct *p, s32 cpu,
+					    struct slice_ctx *sc, bool runnable, u64 now)
+{
+	struct floor_slicer *sl = slicer(cpu);
+
+	/* (the kernel charged the run before this: a slice used up reads 0) */
+	if (runnable && !sc->expired &&
+	    (!p->scx.slice || now + slicer_slack(sc->slice_ns) >= sc->timer_at_ns)) {
+		p->scx.slice = 0;
+		sc->expired = 1;
+	}
+	if (sl && (!runnable || !p->scx.slice))
+		sl->due_ns = 0;
+}
+
+/* A run of p begins on its CPU (ops.running(), or a run kept on, below). */
+static __always_inline void run_begin(struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct slice_ctx *sc = slice_ctx(cpu);
@@ -725,10 +762,13 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 	 */
 	if (nr_boosted && is_boosted(p)) {
 		sc->expired = 2;
-		bpf_timer_start(&sc->timer, 1, BPF_F_TIMER_CPU_PIN);
+		if (slice_end == FLOOR_SLICE_END_BPF_TIMER)
+			bpf_timer_start(&sc->timer, 1, BPF_F_TIMER_CPU_PIN);
+		else
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		return;
 	}
-	if (!slice_timer)
+	if (slice_end == FLOOR_SLICE_END_TICK)
 		return;
 	/*
 	 * p->scx.slice is the rest of this task's slice (all of it, unless a
@@ -738,10 +778,18 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 	if (lead > sc->slice_ns - sc->slice_ns / 8)
 		lead = sc->slice_ns - sc->slice_ns / 8;
 	sc->timer_at_ns = sc->started_ns + sc->slice_ns - lead;
-	bpf_timer_start(&sc->timer, sc->slice_ns - lead, BPF_F_TIMER_CPU_PIN);
+	if (slice_end == FLOOR_SLICE_END_BPF_TIMER) {
+		bpf_timer_start(&sc->timer, sc->slice_ns - lead, BPF_F_TIMER_CPU_PIN);
+	} else {
+		lead = timer_lead_ns >= 0 ? (u64)timer_lead_ns : sc->lat_est_ns;
+		if (lead > slice - slice / 8)
+			lead = slice - slice / 8;
+		slicer_arm(cpu, sc->started_ns, sc->timer_at_ns, slice - lead);
+	}
 }
 
-void BPF_STRUCT_OPS(floor_stopping, struct task_struct *p, bool runnable)
+/* The run of p on its CPU ends (ops.stopping(), or a run kept on, below). */
+static __always_inline void run_end(struct task_struct *p, bool runnable)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct slice_ctx *sc = slice_ctx(cpu);
@@ -753,6 +801,8 @@ void BPF_STRUCT_OPS(floor_stopping, struct task_struct *p, bool runnable)
 		r->since_ns = 0;
 	if (!sc || !st || !sc->started_ns)
 		return;
+	if (slice_end == FLOOR_SLICE_END_THREAD)
+		slicer_stopping(p, cpu, sc, runnable, now);
 	ran = now > sc->started_ns ? now - sc->started_ns : 0;
 	sc->started_ns = 0;
 	/*
@@ -798,6 +848,75 @@ void BPF_STRUCT_OPS(floor_stopping, struct task_struct *p, bool runnable)
 	p->scx.dsq_vtime += ran * 100 / (p->scx.weight ? p->scx.weight : 1);
 }
 
+void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
+{
+	run_begin(p);
+}
+
+void BPF_STRUCT_OPS(floor_stopping, struct task_struct *p, bool runnable)
+{
+	run_end(p, runnable);
+}
+
+void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
+{
+	struct task_struct *own, *shared;
+	bool own_first;
+	u64 now, limit;
+
+	/*
+	 * Starvation guard: vtime order first, but no queued task waits much
+	 * longer than FLOOR_STARVE_MS (see intf.h).
+	 */
+	if (cpu >= 0 && cpu < FLOOR_MAX_CPUS) {
+		now = bpf_ktime_get_ns();
+		if (now - starve_scan_ns[cpu] >= FLOOR_STARVE_SCAN_MS * 1000000ULL) {
+			starve_scan_ns[cpu] = now;
+			limit = starve_jiffies(now);
+			if (limit) {
+				u32 n = starve_rescue(cpu, cpu, limit, 0);
+				struct floor_cpu_stat *st;
+
+				n = starve_rescue(FLOOR_SHARED_DSQ, cpu, limit, n);
+				if (n) {
+					st = cpu_stat(cpu);
+					if (st)
+						st->nr_starve_rescue += n;
+					/*
+					 * A task moved from another CPU's runqueue may
+					 * have been dequeued meanwhile: return only if
+					 * this CPU has something to run.
+					 */
+					if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
+						return;
+				}
+			}
+		}
+	}
+
+	/* Take the lower vtime of the CPU's own DSQ and the shared one. */
+	own = __COMPAT_scx_bpf_dsq_peek(cpu);
+	shared = __COMPAT_scx_bpf_dsq_peek(FLOOR_SHARED_DSQ);
+	own_first = own && (!shared || vtime_before(own->scx.dsq_vtime, shared->scx.dsq_vtime));
+
+	if (scx_bpf_dsq_move_to_local(own_first ? cpu : FLOOR_SHARED_DSQ, 0) ||
+	    scx_bpf_dsq_move_to_local(own_first ? FLOOR_SHARED_DSQ : cpu, 0))
+		return;
+	/*
+	 * Nothing else may run here: the task whose slice ended runs on with a
+	 * new one, counted and timed as a new run. Were it dropped instead,
+	 * the pick would find nothing, and when the kernel's ext_server (a
+	 * dl_server) is the one picking, it stops on an empty pick and, as
+	 * the task never leaves the runqueue, is not started again: it then
+	 * served 0.6-1.9 ms/s under an RT hog instead of its runtime.
+	 */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+		run_end(prev, true);
+		prev->scx.slice = cpu_slice(cpu);
+		run_begin(prev);
+	}
+}
+
 void BPF_STRUCT_OPS(floor_enable, struct task_struct *p)
 {
 	struct rcu_stash *rs = bpf_task_storage_get(&rcu_stashes, p, 0, 0);
@@ -825,19 +944,35 @@ void BPF_STRUCT_OPS(floor_disable, struct task_struct *p)
 /* Implemented so that CPU hotplug does not force a scheduler restart. */
 void BPF_STRUCT_OPS(floor_cpu_online, s32 cpu)
 {
+	if (cpu >= 0 && cpu < FLOOR_MAX_CPUS)
+		cpu_hp_state[cpu & (FLOOR_MAX_CPUS - 1)] = FLOOR_CPU_CAME_UP;
 	__sync_fetch_and_add(&nr_cpu_hotplug, 1);
 	__sync_fetch_and_add(&nr_online, 1);
+	server_kick(cpu);
 }
 
 void BPF_STRUCT_OPS(floor_cpu_offline, s32 cpu)
 {
+	struct floor_cpu_stat *st = cpu_stat(cpu);
 	struct cur_run *r = cur_run(cpu);
 
+	if (cpu >= 0 && cpu < FLOOR_MAX_CPUS)
+		cpu_hp_state[cpu & (FLOOR_MAX_CPUS - 1)] = FLOOR_CPU_WENT_DOWN;
 	__sync_fetch_and_add(&nr_cpu_hotplug, 1);
 	if (nr_online > 1)
 		__sync_fetch_and_sub(&nr_online, 1);
 	if (r)
 		r->since_ns = 0;
+	/*
+	 * Nothing runs here until the CPU is back: close its starvation
+	 * interval and wake its server, which parks until then.
+	 */
+	if (st) {
+		if (__sync_lock_test_and_set(&st->hi_running, 0))
+			__sync_fetch_and_sub(&nr_hi_cpus, 1);
+		starve_close(st, bpf_ktime_get_ns());
+	}
+	server_kick(cpu);
 }
 
 /*
@@ -967,6 +1102,8 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(floor_init)
 		ret = scx_bpf_create_dsq(i, -1);
 		if (ret)
 			return ret;
+		if (slice_end != FLOOR_SLICE_END_BPF_TIMER)
+			continue;
 		sc = slice_ctx(i);
 		if (!sc)
 			return -ENOENT;
@@ -1000,6 +1137,5 @@ SCX_OPS_DEFINE(floor_ops,
 	       .cpu_offline = (void *)floor_cpu_offline,
 	       .init = (void *)floor_init,
 	       .exit = (void *)floor_exit,
-	       .flags = SCX_OPS_ENQ_LAST,
 	       .timeout_ms = FLOOR_WATCHDOG_TIMEOUT_MS,
 	       .name = "scx_floor");

@@ -414,15 +414,31 @@ pub fn needs_restore(e: &Entry, now_start: Option<u64>, now_policy: Option<u32>)
 /// Puts back every task in the journal and empties it. Returns how many
 /// tasks were restored. Used at exit, by the guardian, and at start.
 pub fn replay(j: &Journal) -> usize {
+    replay_records(j, true)
+}
+
+/// Puts back every boosted task in the journal, as [`replay`] does, but
+/// keeps the records of tasks alive and not boosted: a boost whose
+/// `sched_setattr()` is still in flight in a dying scx_floor lands after
+/// this, and a later [`replay`] must still find it. For the guardian while
+/// scx_floor is exiting but not gone.
+pub fn replay_boosted(j: &Journal) -> usize {
+    replay_records(j, false)
+}
+
+fn replay_records(j: &Journal, forget_all: bool) -> usize {
     let mut n = 0;
     for (i, e) in j.entries() {
         let start = stat_of(e.tid).map(|s| s.0);
         let now = get_attr(e.tid).ok();
-        if let Some(now) = now.filter(|a| needs_restore(&e, start, Some(a.sched_policy))) {
+        let restore = now.filter(|a| needs_restore(&e, start, Some(a.sched_policy)));
+        if let Some(now) = restore {
             match unboost(e.tid, &e.saved, &now) {
                 Ok(()) => n += 1,
                 Err(err) => log::warn!("could not restore task {}: {err}", e.tid),
             }
+        } else if !forget_all && start == Some(e.start) {
+            continue;
         }
         j.forget(i);
     }
@@ -597,6 +613,41 @@ mod tests {
                 saved: SchedAttr::default(),
             },
         );
+        assert_eq!(replay(&j), 0);
+        assert!(j.entries().is_empty());
+        drop(j);
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn replay_boosted_keeps_live_unboosted_tasks_for_the_last_replay() {
+        let d = std::env::temp_dir().join(format!("scx_floor_replay_b_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        let j = Journal::open(&d.join("j")).unwrap();
+        // this thread: alive, not boosted (its boost may still be in flight)
+        let me = unsafe { libc::gettid() } as u32;
+        let start = stat_of(me).unwrap().0;
+        let live = Entry {
+            tid: me,
+            start,
+            saved: SchedAttr::default(),
+        };
+        let gone = Entry {
+            tid: 4_194_305,
+            start: 1,
+            saved: SchedAttr::default(),
+        };
+        // the same tid, another task (another start time): not ours to keep
+        let reused = Entry {
+            start: start + 1,
+            ..live
+        };
+        j.record(0, &live);
+        j.record(1, &gone);
+        j.record(2, &reused);
+        assert_eq!(replay_boosted(&j), 0);
+        let left: Vec<usize> = j.entries().iter().map(|(i, _)| *i).collect();
+        assert_eq!(left, vec![0]);
         assert_eq!(replay(&j), 0);
         assert!(j.entries().is_empty());
         drop(j);

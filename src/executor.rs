@@ -62,6 +62,8 @@ struct State {
 /// with its previous boost.
 #[derive(Default)]
 pub struct Executor {
+    /// the executor thread's tid once it runs (0 before)
+    pub tid: std::sync::atomic::AtomicU32,
     st: Mutex<State>,
     /// the planner posted work, lowered a limit, asked an end or a stop
     to_exec: Condvar,

@@ -6,17 +6,23 @@
 //! every kernel knob its saved value. After a normal exit the journals are
 //! empty and it just exits.
 //!
+//! The pipe closes only when the last thread of scx_floor has exited, and a
+//! thread pinned to a served CPU waits there behind any boost it did not
+//! end (measured on 7.3.4-rt: a SIGKILL during a SCHED_DEADLINE boost kept
+//! the slice-end thread of CPU 1 runnable, and the process alive, for 0.4 to
+//! 1.7 s). So the guardian also checks, every `STOP_POLL_MS`, whether
+//! scx_floor is exiting ([`is_exiting`]) and replays the journals then.
+//!
 //! While scx_floor is stopped (SIGSTOP, SIGTSTP, a debugger) its server
 //! threads cannot end a boost on time, and the kernel's ext_server is off on
 //! the CPUs it serves. The guardian checks the state of scx_floor every
 //! `STOP_POLL_MS`; when it finds it stopped it replays the journals the same
 //! way (boosted tasks back to their policy, ext_server runtime back to its
 //! saved value), so that no boost outlives the stop by more than
-//! `STOP_POLL_MS`, and logs it. Measured on 7.3: the ext_server does not start
-//! serving a task that was already queued when its runtime comes back, so a
-//! task pinned under an RT hog waits until scx_floor continues or the
-//! sched_ext watchdog (10 s) ejects scx_floor and the fair class takes over. When scx_floor continues, its main loop sees the jump in time
-//! and sets the knobs again (`policy.rs`).
+//! `STOP_POLL_MS`, and logs it. The BPF dispatcher runs on without user
+//! space, and the kernel's ext_server, its runtime back, serves the tasks
+//! that starve under RT hogs meanwhile. When scx_floor continues, its main
+//! loop sees the jump in time and sets the knobs again (`policy.rs`).
 //!
 //! It ignores SIGINT, SIGTERM and SIGHUP (a Ctrl-C reaches the whole process
 //! group; the guardian must outlive scx_floor, not die with it), runs at
@@ -36,20 +42,72 @@ use crate::knobs::Knobs;
 /// longest a SCHED_FIFO boost can outlive a SIGSTOP of scx_floor.
 pub const STOP_POLL_MS: i32 = 50;
 
+/// The state letter (field 3) of a /proc/PID/stat text. The comm field may
+/// hold spaces and parentheses: the state follows the last ')'.
+fn stat_state(stat: &str) -> Option<&str> {
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+}
+
 /// Whether the state letter (field 3 of /proc/PID/stat) is a stopped task
 /// ('T': stopped by a signal, 't': stopped by a tracer).
 pub fn is_stopped_state(stat: &str) -> bool {
-    // The comm field may hold spaces and parentheses: the state follows the last ')'.
-    stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        .is_some_and(|st| st == "T" || st == "t")
+    matches!(stat_state(stat), Some("T" | "t"))
+}
+
+/// Whether a /proc/PID/status text shows SIGKILL pending (`SigPnd` or
+/// `ShdPnd`): the kernel adds it to every thread of a process in a group
+/// exit (a fatal signal: `complete_signal()`, `zap_process()`), and a
+/// thread that has not run since still shows it.
+pub fn sigkill_pending(status: &str) -> bool {
+    const BIT: u64 = 1 << (libc::SIGKILL - 1);
+    status.lines().any(|l| {
+        l.strip_prefix("SigPnd:")
+            .or_else(|| l.strip_prefix("ShdPnd:"))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .is_some_and(|m| m & BIT != 0)
+    })
+}
+
+/// Whether process `pid` is exiting but not gone: its main thread is a
+/// zombie ('Z', 'X') while other threads live on, or one of its threads
+/// has SIGKILL pending. Its threads run no more user code, but the pipe
+/// closes only when the last of them has exited, and a thread pinned to a
+/// CPU that a boosted task holds (a SCHED_FIFO 99 slice-end thread under a
+/// SCHED_DEADLINE boost) exits only when that boost lets it run.
+pub fn is_exiting(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    if matches!(stat_state(&stat), Some("Z" | "X")) {
+        return true;
+    }
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|t| {
+        std::fs::read_to_string(t.path().join("status")).is_ok_and(|s| sigkill_pending(&s))
+    })
 }
 
 /// Replays both journals under `state_dir`; returns (tasks, knobs) restored.
 /// `keep_trying`: see [`Knobs::restore_all`].
 pub fn replay_all(state_dir: &Path, keep_trying: &dyn Fn() -> bool) -> (usize, usize) {
+    replay(state_dir, keep_trying, boost::replay)
+}
+
+/// [`replay_all`] for a scx_floor that is exiting but not gone: records of
+/// tasks not boosted are kept for the replay at its end
+/// ([`boost::replay_boosted`]).
+fn replay_exiting(state_dir: &Path) -> (usize, usize) {
+    replay(state_dir, &|| true, boost::replay_boosted)
+}
+
+fn replay(
+    state_dir: &Path,
+    keep_trying: &dyn Fn() -> bool,
+    tasks: fn(&Journal) -> usize,
+) -> (usize, usize) {
     let tasks = Journal::open(&crate::policy::journal_path(state_dir))
-        .map(|j| boost::replay(&j))
+        .map(|j| tasks(&j))
         .unwrap_or(0);
     let knobs = Knobs::open(&crate::policy::knobs_dir(state_dir))
         .map(|k| k.restore_all(keep_trying))
@@ -106,11 +164,13 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
                 ..Default::default()
             },
         );
-        let parent = format!("/proc/{}/stat", unsafe { libc::getppid() });
+        let ppid = unsafe { libc::getppid() } as u32;
+        let parent = format!("/proc/{ppid}/stat");
         let parent_stopped =
             || std::fs::read_to_string(&parent).is_ok_and(|s| is_stopped_state(&s));
         let mut buf = [0u8; 64];
         let mut stopped = false;
+        let mut exiting = false;
         loop {
             let mut pfd = libc::pollfd {
                 fd: rd,
@@ -128,6 +188,17 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
                 {
                     break;
                 }
+                continue;
+            }
+            if exiting {
+                continue;
+            }
+            if is_exiting(ppid) {
+                exiting = true;
+                let (t, k) = replay_exiting(state_dir);
+                eprintln!(
+                    "scx_floor-guard: scx_floor is exiting; restored {t} boosted task(s) and {k} kernel knob(s)"
+                );
                 continue;
             }
             let now_stopped = parent_stopped();
@@ -167,5 +238,27 @@ mod tests {
         assert!(!is_stopped_state("123 (scx_floor) S 1 123 123 0 -1"));
         assert!(!is_stopped_state("123 (T) R 1"));
         assert!(!is_stopped_state("garbage"));
+    }
+
+    #[test]
+    fn sigkill_in_the_pending_masks() {
+        let st = |pnd: &str, shd: &str| {
+            format!("Name:\tscx_floor\nSigQ:\t0/7\nSigPnd:\t{pnd}\nShdPnd:\t{shd}\nSigBlk:\t0000000000000100\n")
+        };
+        assert!(sigkill_pending(&st("0000000000000100", "0000000000000000")));
+        assert!(sigkill_pending(&st("0000000000000000", "0000000000004100")));
+        // SIGTERM (bit 14) and SIGINT (bit 1) are not SIGKILL; nor is a blocked-mask bit
+        assert!(!sigkill_pending(&st(
+            "0000000000004002",
+            "0000000000000000"
+        )));
+        assert!(!sigkill_pending("garbage"));
+    }
+
+    #[test]
+    fn a_live_process_is_not_exiting() {
+        assert!(!is_exiting(std::process::id()));
+        // gone: neither exiting nor anything else to act on here
+        assert!(!is_exiting(4_194_305));
     }
 }

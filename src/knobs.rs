@@ -20,6 +20,11 @@ pub fn ext_server_runtime(dir: &Path, cpu: usize) -> PathBuf {
     dir.join(format!("cpu{cpu}/runtime"))
 }
 
+/// The ext_server period file of `cpu` under `dir`.
+pub fn ext_server_period(dir: &Path, cpu: usize) -> PathBuf {
+    dir.join(format!("cpu{cpu}/period"))
+}
+
 /// The RT bandwidth sysctl: -1 turns off RT throttling and SCHED_DEADLINE
 /// admission control (Documentation/scheduler/sched-rt-group.rst,
 /// sched-deadline.rst), which lets pinned tasks become SCHED_DEADLINE.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! scx_floor: a sched_ext scheduler that gives normal (SCHED_OTHER) tasks a
 //! guaranteed bandwidth floor under real-time hogs and ends every slice on
-//! time with a per-CPU hrtimer. See README.md for the design.
+//! time with a per-CPU hrtimer. See docs/design.md for the design.
 
 mod boost;
 mod bpf_intf;
@@ -12,9 +12,11 @@ mod guard;
 mod hist;
 mod knobs;
 mod policy;
+mod reach;
 mod sched;
 mod server;
 mod slice;
+mod slicer;
 mod stats;
 
 use std::mem::MaybeUninit;
@@ -68,9 +70,16 @@ pub struct Opts {
     #[arg(long)]
     no_rcu_boost: bool,
 
-    /// Do not arm the per-CPU slice hrtimer: slices end at the next
-    /// scheduler tick instead (for A/B comparison).
-    #[arg(long)]
+    /// How slices end: "auto" arms a per-CPU bpf_timer and, on kernels
+    /// whose verifier refuses bpf_timer (PREEMPT_RT), wakes a per-CPU
+    /// SCHED_FIFO 99 thread at each slice's end instead; "bpf-timer" and
+    /// "thread" force one of them; "tick" leaves it to the scheduler tick
+    /// (for A/B comparison).
+    #[arg(long, value_enum, default_value_t = slicer::SliceEnd::Auto, value_name = "HOW")]
+    slice_end: slicer::SliceEnd,
+
+    /// The same as --slice-end tick: slices end at the next scheduler tick.
+    #[arg(long, conflicts_with = "slice_end")]
     no_slice_timer: bool,
 
     /// Arm the slice timer this many us before the slice ends, to absorb the
@@ -124,9 +133,13 @@ pub struct Opts {
           value_parser = clap::builder::PossibleValuesParser::new(["off", "keep"]))]
     kernel_server: String,
 
-    /// Boost policy for starving tasks: "auto" tries SCHED_DEADLINE (runtime =
-    /// share, deadline = period = time left in the server period) and falls back to SCHED_FIFO one above the
-    /// CPU's RT hog where the kernel refuses it; "fifo" or "deadline" only.
+    /// Boost policy for starving tasks: "auto" boosts to SCHED_FIFO one above
+    /// the CPU's RT hog (at most 98) and hands a CPU held above every such
+    /// boost (RT priority 98-99, SCHED_DEADLINE) to SCHED_DEADLINE boosts
+    /// (runtime = share, deadline = period = time left in the server
+    /// period) when kernel.sched_rt_runtime_us is -1, else to the kernel's
+    /// ext_server; "fifo" never uses SCHED_DEADLINE; "deadline" boosts only
+    /// to SCHED_DEADLINE.
     #[arg(long, default_value = "auto", value_name = "auto|fifo|deadline",
           value_parser = clap::builder::PossibleValuesParser::new(["auto", "fifo", "deadline"]))]
     boost: String,
@@ -135,10 +148,11 @@ pub struct Opts {
     /// exit, on error, and by the guardian after a SIGKILL). That turns off
     /// the kernel's RT throttling and SCHED_DEADLINE admission control for
     /// the whole system; in exchange the kernel accepts SCHED_DEADLINE boosts
-    /// of pinned tasks and ends each one at its runtime itself (HRTICK_DL),
-    /// and the server threads are placed by the kernel, off the served CPU
-    /// while another CPU runs lower-priority work ("kernel-cut" mode, also
-    /// used when sched_rt_runtime_us is -1 already; needs 2 CPUs online).
+    /// of pinned tasks, which preempt RT tasks of any priority, and ends each
+    /// one at its runtime itself (HRTICK_DL): "kernel-cut" mode, for CPUs
+    /// held above every SCHED_FIFO boost (RT priority 98-99), and for every
+    /// CPU with --boost deadline. Also used when sched_rt_runtime_us is -1
+    /// already; needs 2 CPUs online.
     #[arg(long, conflicts_with = "no_server")]
     rt_runtime_unlimited: bool,
 
@@ -291,7 +305,11 @@ fn run(opts: Opts) -> Result<()> {
         wakeup_preempt: !opts.no_wakeup_preempt,
         rcu_boost: !opts.no_rcu_boost,
         sample_load: slice.is_dynamic(),
-        slice_timer: !opts.no_slice_timer,
+        slice_end: if opts.no_slice_timer {
+            slicer::SliceEnd::Tick
+        } else {
+            opts.slice_end
+        },
         timer_lead_ns: match opts.timer_lead_us {
             TimerLead::Auto => -1,
             TimerLead::Fixed(us) => us as i64 * 1000,
@@ -299,7 +317,7 @@ fn run(opts: Opts) -> Result<()> {
         exit_dump_len: opts.exit_dump_len,
         verbose: opts.verbose,
     };
-    let pcfg = policy::PolicyConfig {
+    let mut pcfg = policy::PolicyConfig {
         server,
         cpus,
         kernel_server_off: opts.kernel_server == "off",
@@ -314,13 +332,28 @@ fn run(opts: Opts) -> Result<()> {
         slice,
         state_dir: state_dir.to_path_buf(),
         agent_pids: vec![guardian.pid],
+        slice_threads: false,
     };
     if pcfg.server.is_some() {
         policy::lock_memory();
     }
+    let mut cfg = cfg;
     loop {
         let mut open_object = MaybeUninit::uninit();
-        let mut sched = sched::Scheduler::init(&cfg, &mut open_object)?;
+        let mut fallback_object = MaybeUninit::uninit();
+        let mut sched = match sched::Scheduler::init(&cfg, &mut open_object) {
+            Ok(s) => s,
+            Err(e) if cfg.slice_end == slicer::SliceEnd::Auto && slicer::is_unsupported(&e) => {
+                info!(
+                    "this kernel refuses bpf_timer (PREEMPT_RT: EOPNOTSUPP at load): \
+                     slices end by per-CPU threads instead"
+                );
+                cfg.slice_end = slicer::SliceEnd::Thread;
+                sched::Scheduler::init(&cfg, &mut fallback_object)?
+            }
+            Err(e) => return Err(e),
+        };
+        pcfg.slice_threads = cfg.slice_end == slicer::SliceEnd::Thread;
         let uei = policy::run(&mut sched, pcfg.clone(), &shutdown)?;
         drop(sched);
         if shutdown.load(Ordering::Relaxed) || !uei.should_restart() {

@@ -23,8 +23,9 @@
 //!   by the kernel away from CPUs held by RT tasks where it can be; the
 //!   executor only on its CPU. Both sleep until their next event and run for
 //!   microseconds on hardware. A SCHED_FIFO 99 or SCHED_DEADLINE hog on a
-//!   served CPU is above the executor (as it is above the kernel's RT
-//!   throttling); the README says so.
+//!   served CPU is above the executor: the planner (placed off that CPU)
+//!   hands the CPU to SCHED_DEADLINE boosts or the kernel's ext_server
+//!   (`CpuAgent::hand_off`).
 //! - All memory is locked (`mlockall(MCL_CURRENT | MCL_FUTURE)`): the loop is
 //!   small, so locking everything is simpler and safer than a locked-memory
 //!   allocator, and it also covers libbpf's and the std library's memory.
@@ -33,7 +34,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -44,9 +45,11 @@ use scx_utils::UserExitInfo;
 use crate::boost::{self, Entry, Journal, SchedAttr};
 use crate::executor::{End, Executor, StopOnDrop};
 use crate::knobs::{self, Knobs};
-use crate::sched::{monotonic_ns, online_cpus, BpfView, Scheduler};
-use crate::server::{Action, CpuServer, ServerConfig, TaskNow, Waiter, MAX_BOOSTED};
+use crate::reach::{reach, Reach};
+use crate::sched::{monotonic_ns, online_cpus, BpfView, HiTask, Scheduler};
+use crate::server::{Action, CpuServer, Sample, ServerConfig, TaskNow, Waiter, MAX_BOOSTED};
 use crate::slice::{CpuSlice, SliceMode};
+use crate::slicer::SlicerCounts;
 use crate::stats::{self, CpuCounters, ServerRow};
 
 /// Where the journals live: root-only, gone at reboot (tmpfs).
@@ -65,9 +68,11 @@ pub fn knobs_dir(state_dir: &std::path::Path) -> PathBuf {
 /// Which policy a boost uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BoostMode {
-    /// SCHED_DEADLINE, and SCHED_FIFO where the kernel refuses it
+    /// SCHED_FIFO one above the CPU's RT hog; a CPU held above every
+    /// SCHED_FIFO boost is handed to SCHED_DEADLINE boosts or to the
+    /// kernel's ext_server (`CpuAgent::hand_off`)
     Auto,
-    /// SCHED_FIFO only
+    /// SCHED_FIFO only (no hand-off to SCHED_DEADLINE boosts)
     Fifo,
     /// SCHED_DEADLINE only (a refused boost is counted and skipped)
     Deadline,
@@ -102,6 +107,8 @@ pub struct PolicyConfig {
     /// the starvation guard had just granted among them (the task then
     /// waited another second).
     pub agent_pids: Vec<u32>,
+    /// slices end by a thread per online CPU (`slicer.rs`), not bpf_timer
+    pub slice_threads: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -113,8 +120,6 @@ struct BoostCounts {
     steps: u64,
     step_ns: u64,
     step_max_ns: u64,
-    /// DL refused for a task pinned to this CPU: FIFO from now on
-    dl_refused: bool,
 }
 
 /// How long a boost posted to the executor may wait to be taken, ns.
@@ -218,6 +223,71 @@ struct CpuAgent<'v> {
     posted: Vec<(u32, u64, u64)>,
     /// posts the executor was asked to end: (tid, id, journal entry, slot)
     ending: Vec<(u32, u64, Entry, usize)>,
+    /// the kernel's ext_server, handed this CPU's budget while a task no
+    /// boost can preempt holds the CPU (None: not ours to change)
+    ext: Option<ExtHandoff<'v>>,
+    /// what serves the CPU now
+    reach: Reach,
+    /// the last time a task that no boost can preempt held the CPU, ns
+    unbeatable_at_ns: u64,
+    /// the last such task warned about (pid)
+    warned_pid: u32,
+    /// when to look again whether to hand the CPU over, ns (0: no need)
+    handoff_check_ns: u64,
+    /// the server's configuration for SCHED_FIFO boosts (kernel-cut mode
+    /// is derived from it)
+    fifo_cfg: ServerConfig,
+    /// the boost policy asked for (`--boost`)
+    base_mode: BoostMode,
+    /// SCHED_DEADLINE boosts are admitted for pinned tasks
+    /// (kernel.sched_rt_runtime_us -1, 2 CPUs online or more)
+    dl_ok: bool,
+    /// every boost is SCHED_DEADLINE, ended by the kernel (`--boost
+    /// deadline`): no hand-off
+    forced_deadline: bool,
+}
+
+/// The kernel's ext_server of one CPU, as scx_floor hands it the budget.
+struct ExtHandoff<'k> {
+    /// None: left as it was (`--kernel-server keep`), it serves with its
+    /// own runtime and period and is not written
+    knobs: Option<&'k Knobs>,
+    runtime: PathBuf,
+    period: PathBuf,
+}
+
+/// What the planners may do with the kernel's ext_server.
+#[derive(Clone, Copy, Debug)]
+enum ExtServer<'k> {
+    /// scx_floor set its runtime to 0 on the served CPUs: a planner hands
+    /// it the budget through these (journaled) knobs
+    Ours(&'k Knobs),
+    /// left as it was (`--kernel-server keep`): it serves with its own
+    /// settings
+    Kept,
+    /// none in debugfs
+    Absent,
+}
+
+/// A CPU held this long by a task no boost can preempt, while normal tasks
+/// wait there, is handed to the kernel's ext_server, ns. A brief run of a
+/// priority-99 kernel thread (migration/N) must not flip it.
+const HANDOFF_AFTER_NS: u64 = 100_000_000;
+
+/// When to look again whether a CPU held by a task no boost can preempt is
+/// to be handed over (monotonic ns; 0: no look needed): [`HANDOFF_AFTER_NS`]
+/// after the starvation began, and only while one is open (`starved_since_ns`
+/// != 0). Without one there is nothing to hand over, and the time would lie
+/// in the past: the planner, at SCHED_FIFO 99, then stepped back to back for
+/// as long as such a task was seen on its CPU (on PREEMPT_RT, 7.3.4-rt, a
+/// slice-end thread seen on CPU 0: ktimers/0 starved for 5 s, RCU stalled
+/// and the VM died, CI at 914f87b).
+fn handoff_check_at(starved_since_ns: u64) -> u64 {
+    if starved_since_ns == 0 {
+        0
+    } else {
+        starved_since_ns + HANDOFF_AFTER_NS
+    }
 }
 
 impl<'v> CpuAgent<'v> {
@@ -243,27 +313,15 @@ impl<'v> CpuAgent<'v> {
             self.free_slots.push(slot);
             return Err(e);
         }
-        let mut res = Err(std::io::Error::from_raw_os_error(libc::EPERM));
-        let mut kind_dl = false;
-        if self.mode == BoostMode::Deadline
-            || (self.mode == BoostMode::Auto && !self.counts.dl_refused)
-        {
-            res = boost::set_attr(tid, &boost::deadline_attr(budget_ns, deadline_ns));
-            kind_dl = res.is_ok();
-            // EPERM: the kernel refuses SCHED_DEADLINE to tasks pinned to
-            // fewer CPUs than their root domain while sched_rt_runtime_us >= 0;
-            // it will refuse the next one too.
-            if matches!(&res, Err(e) if e.raw_os_error() == Some(libc::EPERM))
-                && self.mode == BoostMode::Auto
-            {
-                self.counts.dl_refused = true;
-            }
-        }
-        if res.is_err() && self.mode != BoostMode::Deadline {
-            // SCHED_DEADLINE refused (EPERM: pinned while sched_rt_runtime_us
-            // >= 0; EBUSY: admission control): one above the CPU's RT hog.
+        // SCHED_DEADLINE only where the CPU was handed to it (or --boost
+        // deadline): a SCHED_FIFO boost one above the CPU's RT hog is made
+        // and ended by the executor on the CPU itself.
+        let kind_dl = self.mode == BoostMode::Deadline;
+        let res = if kind_dl {
+            boost::set_attr(tid, &boost::deadline_attr(budget_ns, deadline_ns))
+        } else {
             let attr = boost::fifo_attr(self.hi_prio);
-            res = match self.exec {
+            match self.exec {
                 // Counted as made; a failure is settled at the next step.
                 Some(ex) => {
                     let id = ex.post(
@@ -278,8 +336,8 @@ impl<'v> CpuAgent<'v> {
                     Ok(())
                 }
                 None => boost::set_attr(tid, &attr),
-            };
-        }
+            }
+        };
         if let Err(e) = res {
             self.view.boosted_del(tid);
             self.journal.forget(slot);
@@ -379,10 +437,7 @@ impl<'v> CpuAgent<'v> {
     }
 
     fn restore_all(&mut self) {
-        let tids: Vec<u32> = self.boosted.keys().copied().collect();
-        for tid in tids {
-            self.restore(tid);
-        }
+        self.end_boosts();
         if let Some(ex) = self.exec {
             ex.stop(true);
             self.settle();
@@ -395,12 +450,32 @@ impl<'v> CpuAgent<'v> {
         self.server.drop_all();
     }
 
+    /// The served CPU went offline: ends every boost (the kernel moved the
+    /// boosted tasks to other CPUs, where their boosts would hold a CPU
+    /// nobody serves, and where the executor's wake-ups no longer end
+    /// their runs) and forgets the period. The executor keeps running.
+    fn park_offline(&mut self) {
+        self.end_boosts();
+        self.server.drop_all();
+    }
+
+    /// Restores every task this CPU's server has boosted.
+    fn end_boosts(&mut self) {
+        let tids: Vec<u32> = self.boosted.keys().copied().collect();
+        for tid in tids {
+            self.restore(tid);
+        }
+    }
+
     /// Steps the server once; returns when to step again (ns).
     fn step(&mut self) -> u64 {
         self.settle();
-        let (s, _, hi) = self.view.sample(self.cpu);
+        let (s, hi_running, hi) = self.view.sample(self.cpu);
         if hi.policy == boost::SCHED_FIFO || hi.policy == boost::SCHED_RR {
             self.hi_prio = hi.prio;
+        }
+        if let Some(next) = self.hand_off(&s, hi_running, hi) {
+            return next;
         }
         let (cpu, view) = (self.cpu, self.view);
         let (boosted, exec, ids) = (&self.boosted, self.exec, &self.exec_ids);
@@ -483,9 +558,166 @@ impl<'v> CpuAgent<'v> {
         }
         if again {
             s.now_ns
+        } else if self.handoff_check_ns != 0 {
+            st.next_ns.min(self.handoff_check_ns)
         } else {
             st.next_ns
         }
+    }
+
+    /// Chooses what serves the CPU (`reach.rs`): SCHED_FIFO boosts while
+    /// they can preempt the task that holds it; after [`HANDOFF_AFTER_NS`] of
+    /// starvation under a task they cannot preempt (SCHED_FIFO/RR 98-99,
+    /// SCHED_DEADLINE), SCHED_DEADLINE boosts where the kernel admits them
+    /// for pinned tasks (sched_rt_runtime_us -1), else the kernel's
+    /// ext_server handed our budget, else nothing (warned); back to
+    /// SCHED_FIFO boosts a period after no such task held the CPU. Logs
+    /// each change once per such task. Returns when to step again while the
+    /// ext_server serves (our server stays idle meanwhile), None when our
+    /// server is to step.
+    fn hand_off(&mut self, s: &Sample, hi_running: bool, hi: HiTask) -> Option<u64> {
+        if self.forced_deadline {
+            return None;
+        }
+        let r = reach(hi.policy, hi.prio, self.dl_ok, self.ext.is_some());
+        let starving_ns = if s.starved_since_ns != 0 {
+            s.now_ns.saturating_sub(s.starved_since_ns)
+        } else {
+            0
+        };
+        let beyond_fifo = hi_running && r != Reach::Fifo;
+        if beyond_fifo {
+            self.unbeatable_at_ns = s.now_ns;
+        }
+        let period = self.fifo_cfg.period_ns;
+        self.handoff_check_ns = 0;
+        if self.reach == Reach::Fifo && beyond_fifo {
+            if starving_ns < HANDOFF_AFTER_NS {
+                self.handoff_check_ns = handoff_check_at(s.starved_since_ns);
+            } else {
+                self.announce(hi, r);
+                self.hand_to(r, s);
+            }
+        }
+        if self.reach != Reach::Fifo && s.now_ns.saturating_sub(self.unbeatable_at_ns) >= period {
+            self.hand_to(Reach::Fifo, s);
+            info!("cpu {}: SCHED_FIFO boosts serve the CPU again", self.cpu);
+        }
+        if self.reach == Reach::ExtServer {
+            // The main thread sets the ext_server runtime to 0 again after
+            // scx_floor was stopped: keep it handed over.
+            if self.ext_server_runtime_now() == Some(0) {
+                let _ = self.ext_server(true);
+            }
+        }
+        // Our server stays idle while the ext_server serves, or while
+        // nothing can: a boost could not preempt the task that holds the CPU.
+        matches!(self.reach, Reach::ExtServer | Reach::None)
+            .then(|| s.now_ns + (period / 4).max(10_000_000))
+    }
+
+    /// Logs, once per task, that `hi` holds the CPU above SCHED_FIFO
+    /// boosts and what serves the CPU instead (`r`).
+    fn announce(&mut self, hi: HiTask, r: Reach) {
+        if hi.pid == self.warned_pid {
+            return;
+        }
+        self.warned_pid = hi.pid;
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", hi.pid))
+            .map(|c| c.trim().to_string())
+            .unwrap_or_else(|_| "?".into());
+        let what = match hi.policy {
+            boost::SCHED_DEADLINE => "SCHED_DEADLINE".to_string(),
+            boost::SCHED_RR => format!("SCHED_RR {}", hi.prio),
+            _ => format!("SCHED_FIFO {}", hi.prio),
+        };
+        let head = format!(
+            "cpu {}: task {} ({comm}) at {what} holds the CPU above every SCHED_FIFO boost of \
+             scx_floor (at most {})",
+            self.cpu,
+            hi.pid,
+            boost::MAX_BOOST_PRIO
+        );
+        match r {
+            Reach::Deadline => info!(
+                "{head}: SCHED_DEADLINE boosts serve the CPU while it runs \
+                 (kernel.sched_rt_runtime_us is -1)"
+            ),
+            Reach::ExtServer => warn!(
+                "{head}; SCHED_DEADLINE is refused for tasks pinned there while \
+                 kernel.sched_rt_runtime_us >= 0: the kernel's ext_server serves the CPU instead \
+                 while it runs (its budget ends at the tick); {}",
+                crate::reach::remedy()
+            ),
+            _ => warn!(
+                "{head}; SCHED_DEADLINE is refused for tasks pinned there while \
+                 kernel.sched_rt_runtime_us >= 0 and there is no ext_server in debugfs to hand \
+                 the CPU to: the CPU is NOT served while it runs; {}",
+                crate::reach::remedy()
+            ),
+        }
+    }
+
+    /// Switches what serves the CPU to `to`: the boosts made so far are
+    /// given back, the server starts idle with the configuration of the
+    /// new mechanism (kernel-cut for SCHED_DEADLINE boosts) and keeps its
+    /// statistics, the ext_server gets our budget or runtime 0.
+    fn hand_to(&mut self, to: Reach, s: &Sample) {
+        let tids: Vec<u32> = self.boosted.keys().copied().collect();
+        for tid in tids {
+            self.restore(tid);
+        }
+        if self.reach == Reach::ExtServer && to != Reach::ExtServer {
+            if let Err(e) = self.ext_server(false) {
+                warn!(
+                    "cpu {}: taking the budget back from the ext_server: {e:#}",
+                    self.cpu
+                );
+            }
+        }
+        let mut to = to;
+        if to == Reach::ExtServer {
+            if let Err(e) = self.ext_server(true) {
+                warn!(
+                    "cpu {}: handing the budget to the ext_server: {e:#}",
+                    self.cpu
+                );
+                to = Reach::None;
+            }
+        }
+        let (cfg, mode) = if to == Reach::Deadline {
+            (self.fifo_cfg.kernel_cut(), BoostMode::Deadline)
+        } else {
+            (self.fifo_cfg, self.base_mode)
+        };
+        let stats = std::mem::take(&mut self.server.stats);
+        self.server = CpuServer::idle(cfg, s);
+        self.server.stats = stats;
+        self.mode = mode;
+        self.reach = to;
+    }
+
+    /// Gives the kernel's ext_server of this CPU our budget and period
+    /// (`on`), or runtime 0 (journaled by [`Knobs`]).
+    fn ext_server(&self, on: bool) -> Result<()> {
+        let ext = self.ext.as_ref().context("no ext_server")?;
+        let c = self.fifo_cfg;
+        let Some(k) = ext.knobs else { return Ok(()) };
+        if on {
+            k.set(&ext.period, &c.period_ns.to_string())?;
+            k.set(&ext.runtime, &c.runtime_ns.to_string())
+        } else {
+            k.set(&ext.runtime, "0")
+        }
+    }
+
+    fn ext_server_runtime_now(&self) -> Option<u64> {
+        let ext = self.ext.as_ref().filter(|e| e.knobs.is_some())?;
+        std::fs::read_to_string(&ext.runtime)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
     }
 
     /// Whether any task boosted here can still run (memory reads only).
@@ -521,6 +753,7 @@ impl<'v> CpuAgent<'v> {
             },
             step_max_us: self.counts.step_max_ns as f64 / 1e3,
             debt_us: self.server.debt_ns() as f64 / 1e3,
+            by: self.reach.name(),
         }
     }
 }
@@ -536,24 +769,50 @@ fn rt_setup(cpus: &[usize]) -> Result<()> {
         ..Default::default()
     };
     boost::set_attr(0, &a).context("sched_setattr(SCHED_FIFO 99) for the server thread")?;
+    pin_thread(0, cpus).with_context(|| format!("pinning the server thread to CPUs {cpus:?}"))
+}
+
+/// Pins thread `tid` (0: the caller) to `cpus` (`sched_setaffinity()`).
+/// Errors: the kernel's (EINVAL when none of `cpus` is online, ESRCH when
+/// `tid` is gone).
+pub fn pin_thread(tid: u32, cpus: &[usize]) -> std::io::Result<()> {
     // SAFETY: cpu_set_t is plain data.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &cpu in cpus {
         unsafe { libc::CPU_SET(cpu, &mut set) };
     }
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-        anyhow::bail!(
-            "pinning the server thread to CPUs {cpus:?}: {}",
-            std::io::Error::last_os_error()
-        );
+    // SAFETY: plain syscall on a valid cpu_set_t.
+    if unsafe { libc::sched_setaffinity(tid as i32, std::mem::size_of::<libc::cpu_set_t>(), &set) }
+        != 0
+    {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Pins a thread of ours that serves one CPU back to that CPU after a CPU
+/// hotplug event (the `nr_cpu_hotplug` count changed). Taking a CPU offline
+/// breaks the affinity of the tasks pinned to it (the kernel moves them to
+/// any allowed CPU, "no longer affine to cpuN"), and bringing it back does not
+/// restore it. Returns whether the thread is pinned to `cpu` now.
+pub fn repin_after_hotplug(tid: u32, cpu: usize, online: &[usize]) -> bool {
+    if !online.contains(&cpu) {
+        return false;
+    }
+    match pin_thread(tid, &[cpu]) {
+        Ok(()) => true,
+        Err(e) => {
+            warn!("pinning thread {tid} back to CPU {cpu} after a CPU hotplug event: {e}");
+            false
+        }
+    }
 }
 
 /// Sleeps until `t_ns` (CLOCK_MONOTONIC) or until one of `fds` becomes
 /// readable, whichever comes first; returns whether `fds[0]` did. ppoll()
 /// takes a nanosecond timeout, and an RT task's poll timeout has no slack.
-fn sleep_until(t_ns: u64, fds: &[i32; 2]) -> bool {
+/// `u64::MAX` waits for the fds alone.
+pub fn sleep_until(t_ns: u64, fds: &[i32; 2]) -> bool {
     let now = monotonic_ns();
     if t_ns <= now {
         return false;
@@ -562,6 +821,11 @@ fn sleep_until(t_ns: u64, fds: &[i32; 2]) -> bool {
     let ts = libc::timespec {
         tv_sec: (d / 1_000_000_000) as i64,
         tv_nsec: (d % 1_000_000_000) as i64,
+    };
+    let tsp = if t_ns == u64::MAX {
+        std::ptr::null()
+    } else {
+        &ts as *const libc::timespec
     };
     let mut pfd = [
         libc::pollfd {
@@ -576,7 +840,7 @@ fn sleep_until(t_ns: u64, fds: &[i32; 2]) -> bool {
         },
     ];
     // SAFETY: two valid pollfds; EINTR just ends the sleep early.
-    let n = unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+    let n = unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, tsp, std::ptr::null()) };
     n > 0 && pfd[0].revents != 0
 }
 
@@ -599,6 +863,17 @@ impl StopFd {
     }
 }
 
+/// Stops the server and slice-end threads when dropped: sets the flag and
+/// fires the eventfd they poll.
+struct StopOnExit<'a>(&'a AtomicBool, &'a StopFd);
+
+impl Drop for StopOnExit<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        self.1.fire();
+    }
+}
+
 impl Drop for StopFd {
     fn drop(&mut self) {
         // SAFETY: our fd.
@@ -609,7 +884,7 @@ impl Drop for StopFd {
 /// Registers the calling thread as one of scx_floor's own (its runs never
 /// count as a higher class taking a CPU: done before it becomes RT), then
 /// [`rt_setup`].
-fn agent_setup(view: &BpfView, cpus: &[usize]) -> Result<()> {
+pub fn agent_setup(view: &BpfView, cpus: &[usize]) -> Result<()> {
     // SAFETY: plain syscall.
     view.register_agent(unsafe { libc::gettid() } as u32)?;
     rt_setup(cpus)
@@ -628,6 +903,7 @@ fn agent_setup(view: &BpfView, cpus: &[usize]) -> Result<()> {
 /// (S0). The executor (`executor.rs`), pinned to the served CPU, makes the
 /// SCHED_FIFO boosts there and ends them by a local timer. In kernel-cut and
 /// DEADLINE-only modes the kernel ends boosts and there is no executor.
+#[allow(clippy::too_many_arguments)]
 fn serve_cpu(
     cpu: usize,
     view: &BpfView,
@@ -636,12 +912,13 @@ fn serve_cpu(
     stop: &AtomicBool,
     stop_fd: i32,
     report: &Mutex<ServerRow>,
+    ext: ExtServer,
+    dl_ok: bool,
 ) -> Result<()> {
-    let kernel_cut = sc.kernel_cut;
     let online = online_cpus()?;
     agent_setup(view, &online)?;
     let exec = Executor::default();
-    let with_exec = !kernel_cut && cfg.boost_mode != BoostMode::Deadline;
+    let with_exec = cfg.boost_mode != BoostMode::Deadline;
     std::thread::scope(|s| -> Result<()> {
         let _stopper = StopOnDrop(&exec);
         if with_exec {
@@ -650,6 +927,9 @@ fn serve_cpu(
             std::thread::Builder::new()
                 .name(format!("scx_floor-x/{cpu}"))
                 .spawn_scoped(s, move || {
+                    // SAFETY: plain syscall.
+                    ex.tid
+                        .store(unsafe { libc::gettid() } as u32, Ordering::Relaxed);
                     let r = agent_setup(view, &[cpu]);
                     // warm up the system call's path
                     let _ = boost::get_attr(0);
@@ -673,6 +953,8 @@ fn serve_cpu(
             report,
             with_exec.then_some(&exec),
             online,
+            ext,
+            dl_ok,
         )
     })
 }
@@ -689,18 +971,24 @@ fn plan_cpu(
     report: &Mutex<ServerRow>,
     exec: Option<&Executor>,
     online: Vec<usize>,
+    ext: ExtServer,
+    dl_ok: bool,
 ) -> Result<()> {
-    let kernel_cut = sc.kernel_cut;
+    let forced_deadline = cfg.boost_mode == BoostMode::Deadline;
+    let ext_dir = std::path::Path::new(knobs::EXT_SERVER_DIR);
     let (s, _, _) = view.sample(cpu);
     let mut a = CpuAgent {
         cpu,
         view,
-        mode: if kernel_cut {
-            BoostMode::Deadline
-        } else {
-            cfg.boost_mode
-        },
-        server: CpuServer::idle(sc, &s),
+        mode: cfg.boost_mode,
+        server: CpuServer::idle(
+            if forced_deadline && dl_ok {
+                sc.kernel_cut()
+            } else {
+                sc
+            },
+            &s,
+        ),
         counts: BoostCounts::default(),
         hi_prio: 0,
         journal: Journal::open(&journal_path(&cfg.state_dir))?,
@@ -715,6 +1003,28 @@ fn plan_cpu(
         exec_ids: HashMap::new(),
         posted: Vec::new(),
         ending: Vec::new(),
+        ext: match ext {
+            ExtServer::Ours(k) => Some(Some(k)),
+            ExtServer::Kept => Some(None),
+            ExtServer::Absent => None,
+        }
+        .map(|k| ExtHandoff {
+            knobs: k,
+            runtime: knobs::ext_server_runtime(ext_dir, cpu),
+            period: knobs::ext_server_period(ext_dir, cpu),
+        }),
+        reach: if forced_deadline {
+            Reach::Deadline
+        } else {
+            Reach::Fifo
+        },
+        unbeatable_at_ns: 0,
+        warned_pid: 0,
+        handoff_check_ns: 0,
+        fifo_cfg: sc,
+        base_mode: cfg.boost_mode,
+        dl_ok,
+        forced_deadline,
     };
     // Warm up the paths a step takes (the BPF map lookup, /proc, the journal
     // pages, sched_*attr): their first call costs milliseconds in a VM (cold
@@ -733,12 +1043,46 @@ fn plan_cpu(
     // right before the activation step, which then came after the period's
     // end with a 20 us budget: the server skipped most periods.
     let mut hotplug_seen = view.cpu_hotplug_events();
+    let mut parked = false;
     while !stop.load(Ordering::Relaxed) && !view.exited() {
         let t0 = monotonic_ns();
         let hp = view.cpu_hotplug_events();
         if hp != hotplug_seen {
             hotplug_seen = hp;
-            a.online = online_cpus().unwrap_or_else(|_| a.online.clone());
+            a.online = view.online_cpus().unwrap_or_else(|_| a.online.clone());
+            // The planner may run on any online CPU, a new one included.
+            if let Err(e) = pin_thread(0, &a.online) {
+                warn!("CPU {cpu}'s planner: pinning to CPUs {:?}: {e}", a.online);
+            }
+            if let Some(ex) = a.exec {
+                let tid = ex.tid.load(Ordering::Relaxed);
+                if tid != 0 {
+                    repin_after_hotplug(tid, cpu, &a.online);
+                }
+            }
+        }
+        // An offline CPU has nothing to serve, and its counters stand still
+        // (a starvation opened before it went down stays open): stepping on
+        // them boosted again and again. Parked until a hotplug event (BPF
+        // kicks this thread at each) brings it back.
+        if !a.online.contains(&cpu) {
+            if !parked {
+                parked = true;
+                a.park_offline();
+                info!("CPU {cpu} is offline: its server is parked until it is back");
+            }
+            a.settle();
+            if let Ok(mut r) = report.try_lock() {
+                *r = a.row();
+            }
+            if sleep_until(monotonic_ns() + MAX_SLEEP_NS, &[rb.epoll_fd(), stop_fd]) {
+                let _ = rb.consume();
+            }
+            continue;
+        }
+        if parked {
+            parked = false;
+            info!("CPU {cpu} is online again: serving");
         }
         let next = a.step();
         let took = monotonic_ns() - t0;
@@ -912,31 +1256,44 @@ fn run_servers(
     knobs: &Knobs,
     shutdown: &AtomicBool,
 ) -> Result<()> {
-    let mut kernel_cut = false;
+    let mut dl_ok = false;
+    // The ext_server is ours to hand the budget to only where we set it to 0.
+    let mut handoff = if std::path::Path::new(knobs::EXT_SERVER_DIR).exists() {
+        ExtServer::Kept
+    } else {
+        ExtServer::Absent
+    };
     if let Some(sc) = cfg.server {
         if cfg.kernel_server_off && ext_server_off(cfg, knobs)? {
             info!(
                 "kernel ext_server runtime set to 0 on CPUs {:?} (restored on exit)",
                 cfg.cpus
             );
+            handoff = ExtServer::Ours(knobs);
         }
         let several_cpus = online_cpus()?.len() > 1;
         if cfg.rt_runtime_unlimited && !several_cpus {
             warn!(
-                "--rt-runtime-unlimited: one CPU online, kernel-cut mode needs another \
+                "--rt-runtime-unlimited: one CPU online, SCHED_DEADLINE boosts need another \
                  for the server threads: kernel.sched_rt_runtime_us left alone"
             );
         } else if cfg.rt_runtime_unlimited {
             rt_runtime_off(knobs)?;
             info!("kernel.sched_rt_runtime_us set to -1 (restored on exit)");
         }
-        kernel_cut =
+        dl_ok =
             cfg.boost_mode != BoostMode::Fifo && knobs::rt_runtime_is_unlimited() && several_cpus;
-        if kernel_cut {
+        if dl_ok {
             info!(
-                "kernel-cut mode: SCHED_DEADLINE boosts ended by the kernel (HRTICK_DL), \
-                 server threads placed by the kernel, off the served CPU while another runs \
-                 lower-priority work"
+                "kernel.sched_rt_runtime_us is -1: SCHED_DEADLINE boosts (kernel-cut mode: ended \
+                 by the kernel, HRTICK_DL) serve {}; the planner threads are placed by the \
+                 kernel, off the served CPU while another runs lower-priority work",
+                if cfg.boost_mode == BoostMode::Deadline {
+                    "every CPU"
+                } else {
+                    "CPUs held by a task no SCHED_FIFO boost preempts (RT priority 98-99, \
+                     SCHED_DEADLINE); SCHED_FIFO boosts serve the others"
+                }
             );
             if std::fs::read_to_string(knobs::SCHED_FEATURES)
                 .is_ok_and(|f| f.split_whitespace().any(|x| x == "NO_HRTICK_DL"))
@@ -971,15 +1328,32 @@ fn run_servers(
     } else {
         Vec::new()
     };
+    let slicer_cpus = if cfg.slice_threads {
+        online_cpus()?
+    } else {
+        Vec::new()
+    };
+    let slicer_counts: Vec<SlicerCounts> = slicer_cpus.iter().map(|_| Default::default()).collect();
     std::thread::scope(|s| -> Result<()> {
+        // The scope waits for every thread it started: every way out of
+        // this closure (an error included) must stop them first.
+        let _stop_all = StopOnExit(&stop, &stop_fd);
         let mut handles = Vec::new();
+        for (&cpu, counts) in slicer_cpus.iter().zip(&slicer_counts) {
+            let (stop, fd) = (&stop, stop_fd.0);
+            let h = std::thread::Builder::new()
+                .name(format!("scx_floor-s/{cpu}"))
+                .spawn_scoped(s, move || crate::slicer::run(cpu, view, stop, fd, counts))?;
+            handles.push(h);
+        }
         if let Some(sc) = cfg.server {
-            let sc = if kernel_cut { sc.kernel_cut() } else { sc };
             for (i, &cpu) in cfg.cpus.iter().enumerate() {
                 let (stop, report, fd) = (&stop, &reports[i], stop_fd.0);
                 let h = std::thread::Builder::new()
                     .name(format!("scx_floor/{cpu}"))
-                    .spawn_scoped(s, move || serve_cpu(cpu, view, cfg, sc, stop, fd, report))?;
+                    .spawn_scoped(s, move || {
+                        serve_cpu(cpu, view, cfg, sc, stop, fd, report, handoff, dl_ok)
+                    })?;
                 handles.push(h);
             }
         }
@@ -1009,18 +1383,26 @@ fn run_servers(
                     "scx_floor was stopped or starved for {:.1} s",
                     slept as f64 / 1e9
                 );
-                if cfg.server.is_some() && cfg.kernel_server_off && ext_server_off(cfg, knobs)? {
-                    info!(
-                        "kernel ext_server runtime set to 0 again on CPUs {:?}",
-                        cfg.cpus
-                    );
+                // A failed write is a warning: the servers go on (a CPU
+                // taken offline meanwhile, say, has no ext_server to set).
+                if cfg.server.is_some() && cfg.kernel_server_off {
+                    match ext_server_off(cfg, knobs) {
+                        Ok(true) => info!(
+                            "kernel ext_server runtime set to 0 again on CPUs {:?}",
+                            cfg.cpus
+                        ),
+                        Ok(false) => {}
+                        Err(e) => warn!("setting the ext_server runtime to 0 again: {e:#}"),
+                    }
                 }
                 // The guardian restored sched_rt_runtime_us too: kernel-cut
                 // mode boosts only with SCHED_DEADLINE, which the kernel then
                 // refuses for pinned tasks.
-                if kernel_cut && cfg.rt_runtime_unlimited {
-                    rt_runtime_off(knobs)?;
-                    info!("kernel.sched_rt_runtime_us set to -1 again");
+                if dl_ok && cfg.rt_runtime_unlimited {
+                    match rt_runtime_off(knobs) {
+                        Ok(()) => info!("kernel.sched_rt_runtime_us set to -1 again"),
+                        Err(e) => warn!("setting kernel.sched_rt_runtime_us to -1 again: {e:#}"),
+                    }
                 }
             }
             if cfg.slice.is_dynamic() {
@@ -1056,6 +1438,20 @@ fn run_servers(
         }
         if let Some(p) = &cfg.stats_json {
             write_json(p, snapshot(view), cfg, &reports);
+        }
+        if !slicer_counts.is_empty() {
+            let sum = |f: fn(&SlicerCounts) -> &AtomicU64| -> u64 {
+                slicer_counts
+                    .iter()
+                    .map(|c| f(c).load(Ordering::Relaxed))
+                    .sum()
+            };
+            info!(
+                "slice-end threads: {} timed wake-ups ({} before the slice was due), {} parks",
+                sum(|c| &c.wakes),
+                sum(|c| &c.early),
+                sum(|c| &c.parks)
+            );
         }
         match failed {
             Some(Ok(Err(e))) => Err(e.context("a server thread stopped")),
@@ -1094,6 +1490,14 @@ pub fn check_cpus(want: &[usize], online: &[usize]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn handoff_look_only_while_starving() {
+        // nothing starving: no look (a time of 0 + 100 ms lies in the past)
+        assert_eq!(handoff_check_at(0), 0);
+        let since = 5_000_000_000;
+        assert_eq!(handoff_check_at(since), since + HANDOFF_AFTER_NS);
+    }
 
     #[test]
     fn cpu_lists() {

@@ -15,6 +15,7 @@ use crate::bpf_intf::floor_waiter as Waiter;
 use crate::bpf_skel::{types, BpfSkel, BpfSkelBuilder};
 use crate::hist::Hist;
 use crate::server::Sample;
+use crate::slicer::SliceEnd;
 use crate::stats::CpuCounters;
 
 /// What the loader needs from the command line.
@@ -22,8 +23,9 @@ use crate::stats::CpuCounters;
 pub struct SchedConfig {
     /// default slice, ns
     pub slice_ns: u64,
-    /// end slices with the per-CPU hrtimer (false: at the tick only)
-    pub slice_timer: bool,
+    /// how slices end (`Auto` is resolved by the caller: it loads as
+    /// `BpfTimer`)
+    pub slice_end: SliceEnd,
     /// arm the timer this many ns early; -1: learn the latency per CPU
     pub timer_lead_ns: i64,
     /// a waking task with a much lower vtime preempts the running one
@@ -112,7 +114,7 @@ impl<'a> Scheduler<'a> {
         skel.struct_ops.floor_ops_mut().exit_dump_len = cfg.exit_dump_len;
         let ro = skel.maps.rodata_data.as_mut().context("no rodata")?;
         ro.slice_ns = cfg.slice_ns;
-        ro.slice_timer = cfg.slice_timer;
+        ro.slice_end = cfg.slice_end.bpf_value();
         ro.timer_lead_ns = cfg.timer_lead_ns;
         ro.wakeup_preempt = cfg.wakeup_preempt;
         ro.sample_load = cfg.sample_load;
@@ -132,11 +134,7 @@ impl<'a> Scheduler<'a> {
             "scx_floor {} attached: slice {} us, {} ({} CPUs)",
             env!("CARGO_PKG_VERSION"),
             cfg.slice_ns / 1000,
-            if cfg.slice_timer {
-                "ended by per-CPU hrtimer"
-            } else {
-                "ended at the tick"
-            },
+            cfg.slice_end.describe(),
             nr_cpu_ids
         );
         Ok(Scheduler {
@@ -163,6 +161,7 @@ impl<'a> Scheduler<'a> {
             boosted: MapHandle::try_from(&self.skel.maps.boosted_pids)?,
             agents: MapHandle::try_from(&self.skel.maps.agent_tids)?,
             wake: MapHandle::try_from(&self.skel.maps.server_wake)?,
+            slicer_wake: MapHandle::try_from(&self.skel.maps.slicer_wake)?,
         })
     }
 
@@ -193,6 +192,20 @@ pub struct BpfView {
     boosted: MapHandle,
     agents: MapHandle,
     wake: MapHandle,
+    slicer_wake: MapHandle,
+}
+
+/// One CPU's `struct floor_slicer` as the BPF side last wrote it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlicerState {
+    /// when the slice of the CPU's current run is due, ns; 0: none
+    pub due_ns: u64,
+    /// what a run started now would get before it is due, ns
+    pub len_ns: u64,
+    /// runs started on the CPU
+    pub nr_starts: u64,
+    /// from the thread going to sleep to the next run's start, ns (EWMA)
+    pub gap_ns: u64,
 }
 
 // SAFETY: the pointers are into the skeleton's mmapped .bss/.data, which
@@ -267,6 +280,30 @@ impl BpfView {
         unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*self.bss).nr_cpu_hotplug)) }
     }
 
+    /// The CPUs online now: `/sys/devices/system/cpu/online` corrected by
+    /// the hotplug events the BPF side has seen (`cpu_hp_state`): the sysfs
+    /// mask still holds a CPU whose `ops.cpu_offline()` has run, and a
+    /// planner woken by that event read it there and never parked.
+    /// Errors: sysfs unreadable.
+    pub fn online_cpus(&self) -> Result<Vec<usize>> {
+        let mut online = online_cpus()?;
+        // SAFETY: a byte array in the mmapped .bss, written by the BPF side.
+        let hp = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*self.bss).cpu_hp_state)) };
+        online.retain(|&c| {
+            hp.get(c).copied().map(u32::from)
+                != Some(crate::bpf_intf::floor_consts_FLOOR_CPU_WENT_DOWN)
+        });
+        for (c, &st) in hp.iter().enumerate() {
+            if u32::from(st) == crate::bpf_intf::floor_consts_FLOOR_CPU_CAME_UP
+                && !online.contains(&c)
+            {
+                online.push(c);
+            }
+        }
+        online.sort_unstable();
+        Ok(online)
+    }
+
     /// Runnable normal tasks on `cpu` at its last run start (see
     /// `nr_runnable` in bpf/intf.h).
     pub fn nr_runnable(&self, cpu: usize) -> u64 {
@@ -300,6 +337,17 @@ impl BpfView {
     /// A ring buffer through which the BPF side wakes CPU `cpu`'s server
     /// thread (see `server_wake` in bpf/main.bpf.c).
     pub fn wake_ringbuf(&self, cpu: usize) -> Result<MapHandle> {
+        Self::ringbuf_in(&self.wake, cpu).context("server_wake update")
+    }
+
+    /// A ring buffer through which the BPF side wakes CPU `cpu`'s slice-end
+    /// thread (see `slicer_wake` in bpf/main.bpf.c).
+    pub fn slicer_ringbuf(&self, cpu: usize) -> Result<MapHandle> {
+        Self::ringbuf_in(&self.slicer_wake, cpu).context("slicer_wake update")
+    }
+
+    /// A new ring buffer, put at index `cpu` of the map-of-maps `outer`.
+    fn ringbuf_in(outer: &MapHandle, cpu: usize) -> Result<MapHandle> {
         let opts = libbpf_rs::libbpf_sys::bpf_map_create_opts {
             sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
             ..Default::default()
@@ -312,16 +360,44 @@ impl BpfView {
             4096,
             &opts,
         )
-        .context("creating the server's wake ring buffer")?;
+        .context("creating a wake ring buffer")?;
         let fd = rb.as_fd().as_raw_fd() as u32;
-        self.wake
-            .update(
-                &(cpu as u32).to_ne_bytes(),
-                &fd.to_ne_bytes(),
-                MapFlags::ANY,
-            )
-            .context("server_wake update")?;
+        outer.update(
+            &(cpu as u32).to_ne_bytes(),
+            &fd.to_ne_bytes(),
+            MapFlags::ANY,
+        )?;
         Ok(rb)
+    }
+
+    fn slicer_ptr(&self, cpu: usize) -> *mut types::floor_slicer {
+        // SAFETY: cpu < FLOOR_MAX_CPUS is checked at load (nr_cpu_ids).
+        unsafe { std::ptr::addr_of_mut!((*self.bss).slicers[cpu]) }
+    }
+
+    /// CPU `cpu`'s slice-end state as the BPF side wrote it.
+    pub fn slicer(&self, cpu: usize) -> SlicerState {
+        let p = self.slicer_ptr(cpu);
+        // SAFETY: volatile reads of u64s in the mmapped .bss.
+        unsafe {
+            SlicerState {
+                due_ns: std::ptr::read_volatile(std::ptr::addr_of!((*p).due_ns)),
+                len_ns: std::ptr::read_volatile(std::ptr::addr_of!((*p).len_ns)),
+                nr_starts: std::ptr::read_volatile(std::ptr::addr_of!((*p).nr_starts)),
+                gap_ns: std::ptr::read_volatile(std::ptr::addr_of!((*p).gap_ns)),
+            }
+        }
+    }
+
+    /// Tells the BPF side when CPU `cpu`'s slice-end thread wakes next (ns;
+    /// 0: parked) and that it goes to sleep at `now_ns`.
+    pub fn set_slicer_wake(&self, cpu: usize, now_ns: u64, at_ns: u64) {
+        let p = self.slicer_ptr(cpu);
+        // SAFETY: u64s in the mmapped .bss.
+        unsafe {
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*p).wake_ns), at_ns);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*p).slept_ns), now_ns);
+        }
     }
 
     /// Drops a stale `waiters` entry.

@@ -420,17 +420,22 @@ pub struct ServerRow {
     pub step_max_us: f64,
     /// overrun not yet paid back by later periods, us (see `CpuServer::owed_ns`)
     pub debt_us: f64,
+    /// what serves the CPU now: "fifo" (SCHED_FIFO boosts), "dl"
+    /// (SCHED_DEADLINE boosts), "ext" (the kernel's ext_server, handed the
+    /// budget while a task no boost can preempt holds the CPU), "none"
+    /// (nothing can preempt it: not served)
+    pub by: &'static str,
 }
 
 /// The server table of `--stats`: one line per served CPU.
 pub fn format_server_table(rows: &[ServerRow]) -> String {
     let mut s = String::from(
         "server: cpu periods delivered_ms boosted_ms boosts_dl boosts_fifo failed handed_over \
-         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us debt_us\n",
+         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us debt_us by\n",
     );
     for r in rows {
         s += &format!(
-            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1} {:>7.1}\n",
+            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1} {:>7.1} {:>4}\n",
             r.cpu,
             r.periods,
             r.delivered_ms,
@@ -445,7 +450,8 @@ pub fn format_server_table(rows: &[ServerRow]) -> String {
             r.steps,
             r.step_mean_us,
             r.step_max_us,
-            r.debt_us
+            r.debt_us,
+            r.by
         );
     }
     s

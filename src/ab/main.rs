@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! scx_floor-ab: the A/B harness. Runs scenarios S0, S1, S2 (scenarios.md), a
-//! throughput scenario (hackbench) and a wake-up latency scenario (cyclictest
-//! as SCHED_OTHER) under the stock kernel (fair_server on, then off), and
-//! under scx_floor with the kernel's ext_server or with its own server, all in
-//! one boot; prints a Markdown table with ratios to stock and writes every raw
+//! scx_floor-ab: the A/B harness. Runs scenarios S0, S1, S2 (scenarios.md),
+//! S1 in seed 001's setting (nohz_full, RT throttling off), a throughput
+//! scenario (hackbench) and a wake-up latency scenario (cyclictest as
+//! SCHED_OTHER) under the stock kernel (fair_server on, then off), and under
+//! scx_floor with the kernel's ext_server or with its own server, all in one
+//! boot; prints a Markdown table with ratios to stock and writes every raw
 //! figure as JSON and PNG plots. See README.md, "A/B harness".
 
 mod parse;
@@ -27,12 +28,14 @@ use scenario::{Config, Ctx, Durations, FloorRun, Scenario, Setup};
 /// side on the same machine, in one boot.
 ///
 /// Must run as root on a kernel with sched_ext. Everything it changes (the
-/// fair_server/ext_server budgets in debugfs, base_slice_ns) is restored on
-/// exit, on error and on SIGINT/SIGTERM.
+/// fair_server/ext_server budgets in debugfs, base_slice_ns,
+/// kernel.sched_rt_runtime_us) is restored on exit, on error and on
+/// SIGINT/SIGTERM.
 #[derive(Debug, Parser)]
 #[command(name = "scx_floor-ab", version)]
 struct Opts {
-    /// Scenarios to run, comma-separated (default: all).
+    /// Scenarios to run, comma-separated (default: all; seed001 is skipped,
+    /// with a note, unless the measured CPU is nohz_full).
     #[arg(long, value_delimiter = ',', value_name = "LIST", value_enum)]
     scenarios: Vec<Scenario>,
 
@@ -126,7 +129,7 @@ fn dl_server_tracepoints() -> Vec<String> {
 
 fn run(opts: Opts) -> Result<i32> {
     let t_start = Instant::now();
-    let scenarios: Vec<Scenario> = if opts.scenarios.is_empty() {
+    let mut scenarios: Vec<Scenario> = if opts.scenarios.is_empty() {
         Scenario::ALL.to_vec()
     } else {
         opts.scenarios.clone()
@@ -161,6 +164,35 @@ fn run(opts: Opts) -> Result<i32> {
     if scenarios.contains(&Scenario::Latency) {
         scenario::require_tool("cyclictest", "rt-tests")?;
     }
+    // seed001 needs a boot with the measured CPU nohz_full: without it, its
+    // rows say so and it is skipped (not an error).
+    let (nohz, nohz_raw) = sys::nohz_full_cpus();
+    let mut skipped: Vec<Row> = Vec::new();
+    if scenarios.contains(&Scenario::Seed001) && !nohz.contains(&cpu) {
+        let why = format!(
+            "skipped: CPU {cpu} is not nohz_full ({} reads '{nohz_raw}'; boot with nohz_full={cpu} irqaffinity=0)",
+            sys::NOHZ_FULL
+        );
+        for &c in configs.iter().filter(|c| c.runs(Scenario::Seed001)) {
+            skipped.push(Row {
+                scenario: Scenario::Seed001.name().into(),
+                config: c.name().into(),
+                figure: "normal ms/s".into(),
+                details: why.clone(),
+                ..Default::default()
+            });
+        }
+        if !skipped.is_empty() {
+            progress(&format!("scx_floor-ab: seed001 {why}"));
+        }
+        scenarios.retain(|&s| s != Scenario::Seed001);
+    }
+    // S0's second noise probe, on a kernel with the osnoise tracer
+    let osnoise = if scenarios.contains(&Scenario::S0) {
+        sys::tracing_dir().filter(|d| sys::has_osnoise(d))
+    } else {
+        None
+    };
     let logs = opts.out.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
 
@@ -171,6 +203,7 @@ fn run(opts: Opts) -> Result<i32> {
         floor: floor.clone(),
         logs,
         d: Durations::new(opts.quick),
+        osnoise: osnoise.clone(),
     };
     let stats_json = configs.iter().any(|c| c.is_scx()) && scenario::floor_has_stats_json(&floor);
 
@@ -196,7 +229,10 @@ fn run(opts: Opts) -> Result<i32> {
         "fair_server_runtime_ns": read_or(&format!("/sys/kernel/debug/sched/fair_server/cpu{cpu}/runtime"), "?"),
         "ext_server_runtime_ns": read_or(&format!("/sys/kernel/debug/sched/ext_server/cpu{cpu}/runtime"), "?"),
         "dl_server_tracepoints": dl_server_tracepoints(),
-        "osnoise_tracer": read_or("/sys/kernel/tracing/available_tracers", "").contains("osnoise"),
+        "osnoise_tracer": sys::tracing_dir().is_some_and(|d| sys::has_osnoise(&d)),
+        "rtla_osnoise_in_s0": osnoise.is_some(),
+        "nohz_full": nohz_raw,
+        "kernel_cmdline": read_or("/proc/cmdline", "?"),
         "scx_floor_stats_json": stats_json,
     });
     progress(&format!(
@@ -218,8 +254,8 @@ fn run(opts: Opts) -> Result<i32> {
             }
         }
     }
-    if plan.is_empty() {
-        bail!("nothing to run: stock-slice500 runs only s2");
+    if plan.is_empty() && skipped.is_empty() {
+        bail!("nothing to run: stock-slice500 runs only s2, seed001 runs under stock, scx-ext and scx-floor");
     }
 
     let mut rows: Vec<Row> = Vec::new();
@@ -330,12 +366,7 @@ fn run(opts: Opts) -> Result<i32> {
     }
 
     // Table order, ratios, the throughput goal.
-    rows.sort_by_key(|r| {
-        (
-            Scenario::ALL.iter().position(|s| s.name() == r.scenario),
-            Config::ALL.iter().position(|c| c.name() == r.config),
-        )
-    });
+    rows.sort_by_key(table_order);
     report::fill_ratios(&mut rows, Config::Stock.name());
     for r in rows.iter_mut() {
         if r.scenario == Scenario::Throughput.name() && r.config == Config::ScxFloor.name() {
@@ -344,7 +375,11 @@ fn run(opts: Opts) -> Result<i32> {
             }
         }
     }
-    let table = report::markdown(&rows);
+    // the table shows skipped scenarios too; ab.json keeps them apart
+    let mut shown = rows.clone();
+    shown.extend(skipped.iter().cloned());
+    shown.sort_by_key(table_order);
+    let table = report::markdown(&shown);
     let wall = t_start.elapsed().as_secs_f64();
     let now = unix_now();
     let doc = json!({
@@ -359,6 +394,7 @@ fn run(opts: Opts) -> Result<i32> {
         "durations": ctx.d,
         "run_order": plan.iter().map(|(c, s)| format!("{}/{}", c.name(), s.name())).collect::<Vec<_>>(),
         "rows": rows,
+        "skipped": skipped,
         "scx_floor_runs": floor_runs,
         "kernel_log_errors": sys::dmesg_scx_errors().get(dmesg_base..).unwrap_or_default(),
     });
@@ -381,6 +417,14 @@ fn run(opts: Opts) -> Result<i32> {
         opts.out.display()
     ));
     Ok(0)
+}
+
+/// A row's place in the table: by scenario, then configuration.
+fn table_order(r: &Row) -> (Option<usize>, Option<usize>) {
+    (
+        Scenario::ALL.iter().position(|s| s.name() == r.scenario),
+        Config::ALL.iter().position(|c| c.name() == r.config),
+    )
 }
 
 /// S1: normal-task ms/s over the last 1 s, every 100 ms, per configuration.
@@ -552,6 +596,12 @@ mod tests {
             e.contains("cfs") && e.contains("stock-noserver") && e.contains("scx-floor"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn seed001_by_name() {
+        let o = parse(&["--scenarios", "seed001,s1"]).unwrap();
+        assert_eq!(o.scenarios, vec![Scenario::Seed001, Scenario::S1]);
     }
 
     #[test]

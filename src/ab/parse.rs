@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Parsers for what the kernel and the workloads print: /proc/PID/schedstat,
-//! hackbench's summary, cyclictest's histogram. Pure, unit-tested.
+//! hackbench's summary, cyclictest's histogram, `rtla osnoise top`'s summary,
+//! CPU lists. Pure, unit-tested.
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -173,6 +174,115 @@ pub fn cpulist(s: &str) -> Result<Vec<usize>> {
     Ok(v)
 }
 
+/// /sys/devices/system/cpu/nohz_full's CPUs: none for "(null)" (no
+/// nohz_full= at boot), an empty file or anything that is not a CPU list.
+pub fn nohz_full(s: &str) -> Vec<usize> {
+    cpulist(s).unwrap_or_default()
+}
+
+/// Text without terminal escape sequences: ESC [ ... letter (colours), and
+/// ESC followed by one character (ESC c, the reset rtla prints before each
+/// refresh).
+pub fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '\x1b' {
+            out.push(c);
+        } else if it.peek() == Some(&'[') {
+            for d in it.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            it.next();
+        }
+    }
+    out
+}
+
+/// One CPU's line of `rtla osnoise top`'s summary (times in us).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct OsnoiseTop {
+    /// the CPU
+    pub cpu: usize,
+    /// osnoise periods (samples) summed
+    pub periods: u64,
+    /// the osnoise thread's run time over them, us ("Runtime")
+    pub runtime_us: u64,
+    /// total noise, us ("Noise")
+    pub noise_us: u64,
+    /// "% CPU Aval"
+    pub cpu_avail_pct: Option<f64>,
+    /// the most noise in one period, us ("Max Noise")
+    pub max_noise_us: Option<u64>,
+    /// the longest single noise, us ("Max Single")
+    pub max_single_us: u64,
+    /// interference counts: HW, NMI, IRQ, Softirq, Thread (those printed)
+    pub counts: Vec<(String, u64)>,
+}
+
+/// Parse `rtla osnoise top`'s summary for `cpu`: the header line names the
+/// columns ("CPU Period Runtime Noise % CPU Aval Max Noise Max Single HW NMI
+/// IRQ Softirq Thread", the last three absent in hwnoise mode), each CPU's
+/// line gives one number per column ("#" before the period count). Columns
+/// are found by name, so more or fewer of them, colour codes and other lines
+/// (the title, "duration:", messages) do not matter. When the summary is
+/// printed more than once (without -q), the last one counts.
+pub fn rtla_osnoise_top(out: &str, cpu: usize) -> Result<OsnoiseTop> {
+    let text = strip_ansi(out);
+    let mut cols: Option<Vec<String>> = None;
+    let mut found: Option<OsnoiseTop> = None;
+    for line in text.lines() {
+        if line.contains("Max Single") && line.trim_start().starts_with("CPU") {
+            let named = line
+                .replace("% CPU Aval", "%CPU_Aval")
+                .replace("Max Noise", "Max_Noise")
+                .replace("Max Single", "Max_Single");
+            cols = Some(named.split_whitespace().map(str::to_string).collect());
+            continue;
+        }
+        let Some(cols) = &cols else { continue };
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != cols.len() || f[0].parse::<usize>().ok() != Some(cpu) {
+            continue;
+        }
+        let get = |name: &str| -> Option<&str> {
+            cols.iter()
+                .position(|c| c == name)
+                .map(|i| f[i].trim_start_matches('#').trim_end_matches('%'))
+        };
+        let num = |name: &str| -> Result<u64> {
+            let v = get(name).with_context(|| format!("rtla's summary has no '{name}' column"))?;
+            v.parse()
+                .with_context(|| format!("rtla's '{name}' for CPU {cpu} is '{v}', not a number"))
+        };
+        let mut counts = Vec::new();
+        for k in ["HW", "NMI", "IRQ", "Softirq", "Thread"] {
+            if get(k).is_some() {
+                counts.push((k.to_string(), num(k)?));
+            }
+        }
+        found = Some(OsnoiseTop {
+            cpu,
+            periods: num("Period")?,
+            runtime_us: num("Runtime")?,
+            noise_us: num("Noise")?,
+            cpu_avail_pct: get("%CPU_Aval").and_then(|v| v.parse().ok()),
+            max_noise_us: get("Max_Noise").and_then(|v| v.parse().ok()),
+            max_single_us: num("Max_Single")?,
+            counts,
+        });
+    }
+    if cols.is_none() {
+        bail!("no summary header ('CPU Period ... Max Single ...') in rtla's output");
+    }
+    found.with_context(|| {
+        format!("no line for CPU {cpu} in rtla's summary (no osnoise period completed?)")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,6 +354,100 @@ mod tests {
         let l = cyclictest(out).unwrap();
         assert_eq!(l.p50_us, None);
         assert_eq!(l.p99_us, None);
+    }
+
+    #[test]
+    fn nohz_full_lists() {
+        assert_eq!(nohz_full("1\n"), vec![1]);
+        assert_eq!(nohz_full("1-3"), vec![1, 2, 3]);
+        assert!(nohz_full("(null)\n").is_empty());
+        assert!(nohz_full("").is_empty());
+    }
+
+    #[test]
+    fn ansi_is_stripped() {
+        assert_eq!(
+            strip_ansi("07:52 \x1b[0m\x1b[34m[INFO] \x1b[0mok"),
+            "07:52 [INFO] ok"
+        );
+        assert_eq!(strip_ansi("\x1bcCPU \x1b[2;30;47mx\x1b[0;0;0m"), "CPU x");
+        assert_eq!(strip_ansi("plain"), "plain");
+    }
+
+    /// Written by hand after rtla's documented format (rtla-osnoise-top(1),
+    /// and osnoise_top.c's header and "%3d #%-6d %12llu ..." lines), with
+    /// the colour codes rtla 6.1 prints even when its output is a pipe.
+    const RTLA_TOP_BY_HAND: &str = "\x1b[2;37;40m                                          \
+        Operating System Noise                                                                          \x1b[0;0;0m\n\
+        duration:   0 00:00:10 | time is in us\n\
+        \x1b[2;30;47mCPU Period       Runtime        Noise  % CPU Aval   Max Noise   Max Single          HW          NMI          IRQ      Softirq       Thread\x1b[0;0;0m\n\
+        \x20 1 #9          9000000       412345    95.41838       61234         5339           0            0         2251           17          310\n";
+
+    #[test]
+    fn rtla_top_summary() {
+        let o = rtla_osnoise_top(RTLA_TOP_BY_HAND, 1).unwrap();
+        assert_eq!(o.cpu, 1);
+        assert_eq!(o.periods, 9);
+        assert_eq!(o.runtime_us, 9_000_000);
+        assert_eq!(o.noise_us, 412_345);
+        assert_eq!(o.cpu_avail_pct, Some(95.41838));
+        assert_eq!(o.max_noise_us, Some(61_234));
+        assert_eq!(o.max_single_us, 5339);
+        assert_eq!(o.counts.len(), 5);
+        assert_eq!(o.counts[2], ("IRQ".to_string(), 2251));
+        // no line for another CPU; no header at all
+        let e = rtla_osnoise_top(RTLA_TOP_BY_HAND, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no line for CPU 0"), "{e}");
+        let e = rtla_osnoise_top("rtla: could not enable osnoise tracer\n", 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no summary header"), "{e}");
+    }
+
+    /// Captured: rtla 6.1 (Debian 12's) on 7.3.4+deb13-rt-amd64 in the VM,
+    /// `rtla osnoise top -q -c 1 -P f:1 -p 1000000 -r 1000000 -T 10 -d 3s`
+    /// under S0's hogs and the stock fair_server (20 us / 1 s), stdout a pipe.
+    const RTLA_TOP_CAPTURED: &str = "\x1b[2;37;40m                                          Operating System Noise                                                                          \x1b[0;0;0m\nduration:   0 00:00:03 | time is in us\n\x1b[2;30;47mCPU Period       Runtime        Noise  % CPU Aval   Max Noise   Max Single          HW          NMI          IRQ      Softirq       Thread\x1b[0;0;0m\n  1 #2           2001130        45769    97.71284       32704         2178         752            0          257            0            1\n";
+
+    #[test]
+    fn rtla_top_captured() {
+        let o = rtla_osnoise_top(RTLA_TOP_CAPTURED, 1).unwrap();
+        assert_eq!(
+            (o.periods, o.runtime_us, o.noise_us),
+            (2, 2_001_130, 45_769)
+        );
+        assert_eq!((o.max_noise_us, o.max_single_us), (Some(32_704), 2178));
+        assert_eq!(o.cpu_avail_pct, Some(97.71284));
+        let c: Vec<u64> = o.counts.iter().map(|(_, n)| *n).collect();
+        assert_eq!(c, vec![752, 0, 257, 0, 1]);
+    }
+
+    #[test]
+    fn rtla_top_variants() {
+        // the documentation's layout (several CPUs, no colours), a refreshed
+        // screen printed twice: the last summary counts
+        let two = "CPU Period       Runtime        Noise  % CPU Aval   Max Noise   Max Single          HW          NMI          IRQ      Softirq       Thread\n\
+                   \x20 0 #1          1000000          10    99.99900          10           10           0            0            1            0            0\n\
+                   \x20 1 #1          1000000          20    99.99800          20           20           0            0            2            0            0\n\
+                   \x1bcCPU Period       Runtime        Noise  % CPU Aval   Max Noise   Max Single          HW          NMI          IRQ      Softirq       Thread\n\
+                   \x20 0 #2          2000000          30    99.99850          20           10           0            0            2            0            0\n\
+                   \x20 1 #2          2000000          45    99.99775          25           20           0            0            3            0            0\n\
+                   osnoise hit stop tracing\n";
+        let o = rtla_osnoise_top(two, 1).unwrap();
+        assert_eq!((o.periods, o.noise_us, o.max_single_us), (2, 45, 20));
+        // hwnoise's layout: no IRQ, Softirq, Thread columns
+        let hw = "CPU Period       Runtime        Noise  % CPU Aval   Max Noise   Max Single          HW          NMI\n\
+                  \x20 1 #3          2250000           7    99.99968           4            3           2            0\n";
+        let o = rtla_osnoise_top(hw, 1).unwrap();
+        assert_eq!((o.noise_us, o.max_single_us, o.counts.len()), (7, 3, 2));
+        // a number that is not one
+        let bad = "CPU Period Runtime Noise % CPU Aval Max Noise Max Single\n  1 #3 x 7 99.9 4 3\n";
+        assert!(rtla_osnoise_top(bad, 1)
+            .unwrap_err()
+            .to_string()
+            .contains("'Runtime'"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The scenarios (scenarios.md S0, S1, S2, plus throughput and wake-up
-//! latency) and the configurations they run under: what each one sets up,
-//! how it is measured, and the row it yields.
+//! The scenarios (scenarios.md S0, S1, S2, seed 001's setting of S1, plus
+//! throughput and wake-up latency) and the configurations they run under:
+//! what each one sets up, how it is measured, and the row it yields.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -35,20 +35,26 @@ pub enum Scenario {
     /// cyclictest as SCHED_OTHER under a CPU hog per CPU: wake-up latency
     #[value(name = "latency")]
     Latency,
+    /// S1 in seed 001's setting: the measured CPU nohz_full,
+    /// kernel.sched_rt_runtime_us -1 before the scheduler starts
+    #[value(name = "seed001")]
+    Seed001,
 }
 
 impl Scenario {
     /// All scenarios, in table order.
-    pub const ALL: [Scenario; 5] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::S0,
         Scenario::S1,
+        Scenario::Seed001,
         Scenario::S2,
         Scenario::Throughput,
         Scenario::Latency,
     ];
     /// The run order within one configuration: S0 last, it changes the servers' budgets.
-    pub const RUN_ORDER: [Scenario; 5] = [
+    pub const RUN_ORDER: [Scenario; 6] = [
         Scenario::S1,
+        Scenario::Seed001,
         Scenario::Throughput,
         Scenario::Latency,
         Scenario::S2,
@@ -62,6 +68,7 @@ impl Scenario {
             Scenario::S2 => "s2",
             Scenario::Throughput => "throughput",
             Scenario::Latency => "latency",
+            Scenario::Seed001 => "seed001",
         }
     }
 }
@@ -84,9 +91,11 @@ pub enum Config {
     /// scx_floor with its own server (ext_server off), the default
     #[value(name = "scx-floor")]
     ScxFloor,
-    /// scx_floor --rt-runtime-unlimited: SCHED_DEADLINE boosts that the kernel
-    /// ends itself, server threads off the measured CPU (S0 and S1 only; sets
-    /// kernel.sched_rt_runtime_us to -1 while it runs)
+    /// scx_floor --rt-runtime-unlimited --boost deadline: kernel-cut mode on
+    /// every CPU, SCHED_DEADLINE boosts that the kernel ends itself, made
+    /// from another CPU (S0 and S1 only; scx_floor sets
+    /// kernel.sched_rt_runtime_us to -1 while it runs). Without --boost
+    /// deadline, scx_floor would use SCHED_FIFO boosts for these hogs.
     #[value(name = "scx-floor-dl")]
     ScxFloorDl,
 }
@@ -125,11 +134,15 @@ impl Config {
         }
     }
     /// Does this configuration run `s`? The tuned stock slice only matters for
-    /// S2, the kernel-cut server only for the server's scenarios.
+    /// S2, the kernel-cut server only for the server's scenarios; seed 001's
+    /// setting runs under the kernel's servers and scx_floor's default (not
+    /// without a server: an RR hog with RT throttling off would starve the
+    /// CPU's normal tasks for good).
     pub fn runs(self, s: Scenario) -> bool {
         match self {
             Config::StockSlice500 => s == Scenario::S2,
             Config::ScxFloorDl => matches!(s, Scenario::S0 | Scenario::S1),
+            Config::StockNoserver => s != Scenario::Seed001,
             _ => true,
         }
     }
@@ -160,6 +173,9 @@ pub struct Durations {
     pub hb_args: Vec<String>,
     /// cyclictest duration, s
     pub lat_secs: u64,
+    /// S0's `rtla osnoise top` (after the probe, as long): the most it may
+    /// take to start and stop beyond that, s
+    pub rtla_slack_secs: f64,
 }
 
 impl Durations {
@@ -175,6 +191,7 @@ impl Durations {
                 hb_runs: 1,
                 hb_args: hb("2", "50"),
                 lat_secs: 2,
+                rtla_slack_secs: 60.0,
             }
         } else {
             Durations {
@@ -185,6 +202,7 @@ impl Durations {
                 hb_runs: 5,
                 hb_args: hb("4", "100"),
                 lat_secs: 5,
+                rtla_slack_secs: 60.0,
             }
         }
     }
@@ -204,12 +222,19 @@ pub struct Ctx {
     pub logs: PathBuf,
     /// durations
     pub d: Durations,
+    /// the tracing directory, when the kernel has the osnoise tracer (S0
+    /// runs `rtla osnoise` then)
+    pub osnoise: Option<PathBuf>,
 }
 
-/// What a (configuration, scenario) pair needs set up: debugfs knobs (path
-/// under /sys/kernel/debug/sched, value) and scx_floor's flags if it runs.
+/// What a (configuration, scenario) pair needs set up: sysctls (path under
+/// /proc/sys, value), debugfs knobs (path under /sys/kernel/debug/sched,
+/// value) and scx_floor's flags if it runs. All are in place before
+/// scx_floor starts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Setup {
+    /// sysctls to write (relative to /proc/sys), in order, before the knobs
+    pub sysctls: Vec<(String, String)>,
     /// knobs to write (relative to /sys/kernel/debug/sched), in order
     pub knobs: Vec<(String, String)>,
     /// scx_floor's flags, if scx_floor is loaded
@@ -234,6 +259,8 @@ pub const S1_GOAL_NORMAL_MS: f64 = 47.5;
 pub const S1_GOAL_RT_MS: f64 = 940.0;
 /// S2's bound for a 0.5 ms slice (t_slice): mean run length, ms.
 pub const S2_GOAL_MS: f64 = 0.7;
+/// seed001: the sysctl (under /proc/sys) and its value, RT throttling off.
+pub const SEED001_SYSCTL: (&str, &str) = ("kernel/sched_rt_runtime_us", "-1");
 
 /// The setup of `c` for `s` with `cpu` measured.
 pub fn setup_for(c: Config, s: Scenario, cpu: usize) -> Setup {
@@ -250,16 +277,24 @@ pub fn setup_for(c: Config, s: Scenario, cpu: usize) -> Setup {
     };
     let strs = |v: &[&str]| -> Vec<String> { v.iter().map(|x| x.to_string()).collect() };
     let stats = !matches!(s, Scenario::Throughput | Scenario::Latency);
+    let sysctls = if s == Scenario::Seed001 {
+        vec![(SEED001_SYSCTL.0.to_string(), SEED001_SYSCTL.1.to_string())]
+    } else {
+        Vec::new()
+    };
     match c {
         Config::Stock => Setup {
+            sysctls,
             knobs: server("fair_server", budget),
             floor_args: None,
         },
         Config::StockNoserver => Setup {
+            sysctls,
             knobs: server("fair_server", 0),
             floor_args: None,
         },
         Config::StockSlice500 => Setup {
+            sysctls,
             knobs: vec![("base_slice_ns".into(), "500000".into())],
             floor_args: None,
         },
@@ -272,6 +307,7 @@ pub fn setup_for(c: Config, s: Scenario, cpu: usize) -> Setup {
                 a.extend(strs(&["--stats", "2"]));
             }
             Setup {
+                sysctls,
                 knobs: server("ext_server", budget),
                 floor_args: Some(a),
             }
@@ -279,7 +315,7 @@ pub fn setup_for(c: Config, s: Scenario, cpu: usize) -> Setup {
         Config::ScxFloor | Config::ScxFloorDl => {
             let mut a = Vec::new();
             if c == Config::ScxFloorDl {
-                a.push("--rt-runtime-unlimited".to_string());
+                a.extend(strs(&["--rt-runtime-unlimited", "--boost", "deadline"]));
             }
             match s {
                 Scenario::S0 => a.extend(strs(&["--server-runtime-us", "20"])),
@@ -290,6 +326,7 @@ pub fn setup_for(c: Config, s: Scenario, cpu: usize) -> Setup {
                 a.extend(strs(&["--stats", "2"]));
             }
             Setup {
+                sysctls,
                 knobs: Vec::new(),
                 floor_args: Some(a),
             }
@@ -297,8 +334,15 @@ pub fn setup_for(c: Config, s: Scenario, cpu: usize) -> Setup {
     }
 }
 
-/// Write a setup's knobs (only those that differ; originals saved for restore).
+/// Write a setup's sysctls and knobs (only those that differ; originals
+/// saved for restore).
 pub fn apply_knobs(st: &Setup) -> Result<()> {
+    for (rel, v) in &st.sysctls {
+        let p = Path::new(sys::PROC_SYS).join(rel);
+        if sys::read_knob(&p)? != *v {
+            sys::set_knob(&p, v)?;
+        }
+    }
     for (rel, v) in &st.knobs {
         let p = Path::new(DEBUG_SCHED).join(rel);
         if sys::read_knob(&p)? != *v {
@@ -331,26 +375,8 @@ pub fn floor_has_stats_json(floor: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Text without ANSI colour sequences (ESC [ ... letter).
-fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut it = s.chars().peekable();
-    while let Some(c) = it.next() {
-        if c == '\x1b' && it.peek() == Some(&'[') {
-            for d in it.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 fn tail(path: &Path, n: usize) -> String {
-    let s = strip_ansi(&std::fs::read_to_string(path).unwrap_or_default());
+    let s = parse::strip_ansi(&std::fs::read_to_string(path).unwrap_or_default());
     let v: Vec<&str> = s.lines().collect();
     v[v.len().saturating_sub(n)..].join("\n")
 }
@@ -530,14 +556,22 @@ fn row(s: Scenario, c: Config, figure: &str, kind: RatioKind) -> Row {
     }
 }
 
-/// S0: a SCHED_FIFO 1 clock probe and two SCHED_OTHER hogs on the measured CPU.
+/// S0: a SCHED_FIFO 1 clock probe and two SCHED_OTHER hogs on the measured
+/// CPU; on a kernel with the osnoise tracer, then `rtla osnoise` as long,
+/// its thread at SCHED_FIFO 1 too, under the same hogs (not at the same time
+/// as the probe: both are busy loops).
 pub fn s0(ctx: &Ctx, c: Config) -> Result<Row> {
     let secs = ctx.d.s0_secs;
+    let rtla_secs = if ctx.osnoise.is_some() {
+        secs.ceil() + ctx.d.rtla_slack_secs
+    } else {
+        0.0
+    };
     let mut kids = Vec::new();
     let r = (|| -> Result<Row> {
         for _ in 0..2 {
             kids.push(sys::spawn(
-                &mut hog_cmd(ctx, secs + 4.0),
+                &mut hog_cmd(ctx, secs + 4.0 + rtla_secs),
                 Policy::Other,
                 &[ctx.cpu],
             )?);
@@ -550,12 +584,17 @@ pub fn s0(ctx: &Ctx, c: Config) -> Result<Row> {
         )?;
         let mut pids: Vec<i32> = kids.iter().map(|k| k.id() as i32).collect();
         pids.push(p.id() as i32);
-        let _wd = Watchdog::arm(pids, Duration::from_secs_f64(secs + 15.0));
+        let _wd = Watchdog::arm(pids, Duration::from_secs_f64(secs + 15.0 + rtla_secs));
         let t = read_trace(&mut p);
         kids.push(p);
         let t = t?;
         let n = probe::noise(&t);
-        let mut r = row(Scenario::S0, c, "max noise (us)", RatioKind::ValueOverStock);
+        let mut r = row(
+            Scenario::S0,
+            c,
+            "max single (us)",
+            RatioKind::ValueOverStock,
+        );
         r.value = Some(n.max_ns as f64 / 1000.0);
         let secs_seen = n.window_ns as f64 / 1e9;
         r.details = format!(
@@ -573,14 +612,175 @@ pub fn s0(ctx: &Ctx, c: Config) -> Result<Row> {
         }
         r.raw = json!({ "noise": n, "reads": t.reads, "dropped": t.dropped, "threshold_ns": t.threshold_ns,
                         "read_cost_ns": n.window_ns.saturating_sub(n.sum_ns) as f64 / t.reads.max(1) as f64 });
+        if let Some(tracing) = &ctx.osnoise {
+            let o = rtla_osnoise(ctx, tracing, secs);
+            r.details.push_str("; ");
+            r.details.push_str(&o.summary());
+            r.raw["rtla_osnoise"] = json!(o);
+        }
         Ok(r)
     })();
     sys::kill_all(&mut kids);
     r
 }
 
+/// One `rtla osnoise top` run: its command line, what it printed, its figures.
+#[derive(Debug, Default, Serialize)]
+pub struct RtlaRun {
+    /// rtla's arguments
+    pub args: Vec<String>,
+    /// how it ended ("exit status: 0", ...), if it ran
+    pub status: Option<String>,
+    /// its stdout
+    pub stdout: String,
+    /// its stderr
+    pub stderr: String,
+    /// the measured CPU's summary line
+    pub top: Option<parse::OsnoiseTop>,
+    /// why there is no summary
+    pub error: Option<String>,
+    /// osnoise tracers left on that the harness turned off after it
+    pub tracer_left: Vec<String>,
+}
+
+impl RtlaRun {
+    /// For S0's details: rtla's figures, or what went wrong.
+    pub fn summary(&self) -> String {
+        match (&self.top, &self.error) {
+            (Some(t), _) => {
+                let s = t.runtime_us as f64 / 1e6;
+                format!(
+                    "rtla osnoise: max single {} us, noise {} ms/s ({} us in {:.1} s){}",
+                    t.max_single_us,
+                    fmt_num(if s > 0.0 {
+                        t.noise_us as f64 / 1e3 / s
+                    } else {
+                        0.0
+                    }),
+                    t.noise_us,
+                    s,
+                    if self.tracer_left.is_empty() {
+                        ""
+                    } else {
+                        " (its tracer was left on)"
+                    }
+                )
+            }
+            (None, Some(e)) => format!("rtla osnoise failed: {e}"),
+            (None, None) => "rtla osnoise: no summary".into(),
+        }
+    }
+}
+
+/// `rtla osnoise top` on the measured CPU for `secs` (rounded up to whole
+/// s): its thread at SCHED_FIFO 1 (-P f:1), period = runtime = 1 s (a busy
+/// loop, as the probe), noise counted above 10 us (-T 10, the probe's
+/// threshold), one summary at the end (-q). rtla itself runs SCHED_OTHER on
+/// the other CPUs and gets SIGINT if the harness dies (it then cleans up
+/// after itself); its osnoise settings are saved first and restored with the
+/// knobs, and a tracer it leaves on is turned off.
+fn rtla_osnoise(ctx: &Ctx, tracing: &Path, secs: f64) -> RtlaRun {
+    let args: Vec<String> = [
+        "osnoise",
+        "top",
+        "-q",
+        "-c",
+        &ctx.cpu.to_string(),
+        "-P",
+        "f:1",
+        "-p",
+        "1000000",
+        "-r",
+        "1000000",
+        "-T",
+        "10",
+        "-d",
+        &format!("{}s", secs.ceil().max(1.0) as u64),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut run = RtlaRun {
+        args: args.clone(),
+        ..Default::default()
+    };
+    let Some(rtla) = find_in_path("rtla") else {
+        run.error = Some("rtla not found in PATH (install rtla: scripts/setup does)".into());
+        return run;
+    };
+    let others: Vec<usize> = ctx.cpus.iter().copied().filter(|&c| c != ctx.cpu).collect();
+    sys::osnoise_begin(tracing);
+    let out = (|| -> Result<std::process::Output> {
+        let mut cmd = Command::new(&rtla);
+        cmd.args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = sys::spawn_with_death(&mut cmd, Policy::Other, &others, libc::SIGINT)?;
+        let pid = child.id() as i32;
+        let _wd = Watchdog::arm(
+            vec![pid],
+            Duration::from_secs_f64(secs.ceil() + ctx.d.rtla_slack_secs),
+        );
+        let out = child.wait_with_output();
+        sys::forget(pid);
+        Ok(out?)
+    })();
+    run.tracer_left = sys::osnoise_end();
+    for e in &run.tracer_left {
+        log::warn!("{e}");
+    }
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            run.error = Some(format!("{e:#}"));
+            return run;
+        }
+    };
+    run.status = Some(out.status.to_string());
+    run.stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    run.stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    match parse::rtla_osnoise_top(&run.stdout, ctx.cpu) {
+        Ok(t) => run.top = Some(t),
+        Err(e) => {
+            let last = run.stderr.lines().rev().find(|l| !l.trim().is_empty());
+            run.error = Some(format!(
+                "{e:#} ({}{})",
+                out.status,
+                last.map(|l| format!(": {}", l.trim())).unwrap_or_default()
+            ));
+        }
+    }
+    run
+}
+
 /// S1: a SCHED_OTHER hog, then a SCHED_RR 25 hog, on the measured CPU.
 pub fn s1(ctx: &Ctx, c: Config) -> Result<Row> {
+    s1_like(ctx, c, Scenario::S1)
+}
+
+/// seed001: S1 in seed 001's setting (the measured CPU nohz_full, checked
+/// before the run; kernel.sched_rt_runtime_us -1, set up before the
+/// configuration's scheduler started).
+pub fn seed001(ctx: &Ctx, c: Config) -> Result<Row> {
+    let rt = sys::read_knob(&Path::new(sys::PROC_SYS).join(SEED001_SYSCTL.0))?;
+    if rt != SEED001_SYSCTL.1 {
+        bail!(
+            "kernel.sched_rt_runtime_us is {rt}, not {}",
+            SEED001_SYSCTL.1
+        );
+    }
+    let mut r = s1_like(ctx, c, Scenario::Seed001)?;
+    r.details.push_str(&format!(
+        "; CPU {} nohz_full, sched_rt_runtime_us {rt}",
+        ctx.cpu
+    ));
+    Ok(r)
+}
+
+/// S1 and seed001: a SCHED_OTHER hog, then a SCHED_RR 25 hog, on the
+/// measured CPU, the row named `s`.
+fn s1_like(ctx: &Ctx, c: Config, s: Scenario) -> Result<Row> {
     let (w0, w1) = ctx.d.s1_window;
     let mut kids = Vec::new();
     let r = (|| -> Result<Row> {
@@ -606,9 +806,12 @@ pub fn s1(ctx: &Ctx, c: Config) -> Result<Row> {
             bail!("the RT hog did not start as SCHED_RR on CPU {}", ctx.cpu);
         }
         sleep_s(0.02);
+        // CPU time from perf task-clock counters, not schedstat: exact
+        // at each read on a nohz_full CPU as well (sys::TaskClock).
+        let (nc, rc) = (sys::TaskClock::open(np)?, sys::TaskClock::open(rp)?);
         let t0 = Instant::now();
-        let n0 = sys::schedstat(np)?.run_ns;
-        let r0 = sys::schedstat(rp)?.run_ns;
+        let n0 = nc.read_ns()?;
+        let r0 = rc.read_ns()?;
         let mut first: Option<f64> = None;
         let mut samples: Vec<(f64, f64, f64)> = vec![(0.0, 0.0, 0.0)];
         let mut next_sample = 0.1;
@@ -617,8 +820,8 @@ pub fn s1(ctx: &Ctx, c: Config) -> Result<Row> {
         loop {
             std::thread::sleep(Duration::from_millis(5));
             let t = t0.elapsed().as_secs_f64();
-            let n = sys::schedstat(np)?.run_ns - n0;
-            let r = sys::schedstat(rp)?.run_ns - r0;
+            let n = nc.read_ns()? - n0;
+            let r = rc.read_ns()? - r0;
             if first.is_none() && n > 0 {
                 first = Some(t);
             }
@@ -637,7 +840,7 @@ pub fn s1(ctx: &Ctx, c: Config) -> Result<Row> {
         let ((ta, na, ra), (tb, nb, rb)) = (at_w0.unwrap_or(at_w1), at_w1);
         let normal_ms = (nb - na) as f64 / 1e6 / (tb - ta);
         let rt_ms = (rb - ra) as f64 / 1e6 / (tb - ta);
-        let mut r = row(Scenario::S1, c, "normal ms/s", RatioKind::ValueOverStock);
+        let mut r = row(s, c, "normal ms/s", RatioKind::ValueOverStock);
         r.value = Some(normal_ms);
         let first_txt = first
             .map(|f| format!("{f:.2} s"))
@@ -893,6 +1096,7 @@ pub fn run(ctx: &Ctx, c: Config, s: Scenario) -> Result<Row> {
         Scenario::S2 => s2(ctx, c),
         Scenario::Throughput => throughput(ctx, c),
         Scenario::Latency => latency(ctx, c),
+        Scenario::Seed001 => seed001(ctx, c),
     }
 }
 
@@ -925,11 +1129,21 @@ mod tests {
             .unwrap();
         assert!(a.windows(2).any(|w| w == ["--server-runtime-us", "20"]));
         assert!(!a.contains(&"--rt-runtime-unlimited".into()));
+        // kernel-cut mode on every CPU: --rt-runtime-unlimited alone now
+        // boosts an RR 25 hog's CPU with SCHED_FIFO
+        for s in [Scenario::S0, Scenario::S1] {
+            let a = setup_for(Config::ScxFloorDl, s, 1).floor_args.unwrap();
+            assert!(a.contains(&"--rt-runtime-unlimited".into()), "{a:?}");
+            assert!(a.windows(2).any(|w| w == ["--boost", "deadline"]), "{a:?}");
+        }
         let a = setup_for(Config::ScxFloorDl, Scenario::S0, 1)
             .floor_args
             .unwrap();
         assert!(a.windows(2).any(|w| w == ["--server-runtime-us", "20"]));
-        assert!(a.contains(&"--rt-runtime-unlimited".into()));
+        assert!(!setup_for(Config::ScxFloor, Scenario::S1, 1)
+            .floor_args
+            .unwrap()
+            .contains(&"--boost".into()));
         assert!(Config::ScxFloorDl.runs(Scenario::S1) && !Config::ScxFloorDl.runs(Scenario::S2));
         let a = setup_for(Config::ScxFloor, Scenario::S2, 1)
             .floor_args
@@ -950,6 +1164,67 @@ mod tests {
     }
 
     #[test]
+    fn seed001_setups() {
+        let rt = ("kernel/sched_rt_runtime_us".to_string(), "-1".to_string());
+        // stock: the fair_server at its default, RT throttling off
+        let s = setup_for(Config::Stock, Scenario::Seed001, 1);
+        assert_eq!(s.sysctls, vec![rt.clone()]);
+        assert!(s
+            .knobs
+            .contains(&("fair_server/cpu1/runtime".into(), "50000000".into())));
+        // scx-floor: default flags (its server at 50 ms / 1 s), loaded after
+        // the sysctl: not the same load as S1's
+        let f = setup_for(Config::ScxFloor, Scenario::Seed001, 1);
+        assert_eq!(f.sysctls, vec![rt.clone()]);
+        assert_eq!(f.floor_args, Some(vec!["--stats".into(), "2".into()]));
+        assert_ne!(f, setup_for(Config::ScxFloor, Scenario::S1, 1));
+        let e = setup_for(Config::ScxExt, Scenario::Seed001, 1);
+        assert_eq!(e.sysctls, vec![rt]);
+        assert!(e
+            .knobs
+            .contains(&("ext_server/cpu1/runtime".into(), "50000000".into())));
+        // only stock, scx-ext and scx-floor run it; no other scenario sets a sysctl
+        let runs: Vec<Config> = Config::ALL
+            .into_iter()
+            .filter(|c| c.runs(Scenario::Seed001))
+            .collect();
+        assert_eq!(runs, vec![Config::Stock, Config::ScxExt, Config::ScxFloor]);
+        for c in Config::ALL {
+            for s in Scenario::ALL {
+                if s != Scenario::Seed001 {
+                    assert!(setup_for(c, s, 1).sysctls.is_empty(), "{c:?} {s:?}");
+                }
+            }
+        }
+        // it runs right after S1, before S0 changes the servers' budgets
+        let pos = |s| Scenario::RUN_ORDER.iter().position(|&x| x == s).unwrap();
+        assert!(pos(Scenario::Seed001) == pos(Scenario::S1) + 1);
+        assert!(pos(Scenario::Seed001) < pos(Scenario::S0));
+    }
+
+    #[test]
+    fn rtla_summaries() {
+        let mut r = RtlaRun {
+            top: Some(parse::OsnoiseTop {
+                cpu: 1,
+                periods: 10,
+                runtime_us: 10_000_000,
+                noise_us: 412_345,
+                max_single_us: 5339,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            r.summary(),
+            "rtla osnoise: max single 5339 us, noise 41.2 ms/s (412345 us in 10.0 s)"
+        );
+        r.top = None;
+        r.error = Some("rtla not found in PATH".into());
+        assert_eq!(r.summary(), "rtla osnoise failed: rtla not found in PATH");
+    }
+
+    #[test]
     fn s1_goals() {
         assert!(s1_goal(50.0, 945.0, Some(0.4)).0);
         let (met, why) = s1_goal(50.0, 939.0, Some(0.4));
@@ -959,15 +1234,6 @@ mod tests {
             !met && why.contains("normal < 47.5") && why.contains("first service > 1 s"),
             "{why}"
         );
-    }
-
-    #[test]
-    fn ansi_is_stripped() {
-        assert_eq!(
-            strip_ansi("07:52 \x1b[0m\x1b[34m[INFO] \x1b[0mok"),
-            "07:52 [INFO] ok"
-        );
-        assert_eq!(strip_ansi("plain"), "plain");
     }
 
     #[test]

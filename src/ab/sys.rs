@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Side effects of the harness, all in one place: its own priority and CPU,
 //! starting workloads with an explicit policy and CPU set, the watchdog, the
-//! kernel knobs it changes (saved first, restored on every exit path), and
-//! the cleanup that runs on SIGINT/SIGTERM or an error.
+//! kernel knobs it changes (saved first, restored on every exit path), an
+//! osnoise tracer rtla may leave on, and the cleanup that runs on
+//! SIGINT/SIGTERM or an error.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,10 @@ use anyhow::{bail, Context, Result};
 pub const SCX: &str = "/sys/kernel/sched_ext";
 /// debugfs' scheduler directory (fair_server, ext_server, base_slice_ns).
 pub const DEBUG_SCHED: &str = "/sys/kernel/debug/sched";
+/// The sysctl directory (kernel/sched_rt_runtime_us).
+pub const PROC_SYS: &str = "/proc/sys";
+/// The CPUs the kernel runs tickless (the nohz_full= boot argument).
+pub const NOHZ_FULL: &str = "/sys/devices/system/cpu/nohz_full";
 
 /// A scheduling policy for a workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,6 +147,70 @@ pub fn schedstat(pid: i32) -> Result<crate::parse::Schedstat> {
     crate::parse::schedstat(&s)
 }
 
+/// A task's CPU time as a perf task-clock counter (`perf_event_open()`,
+/// PERF_TYPE_SOFTWARE / PERF_COUNT_SW_TASK_CLOCK; include/uapi/linux/
+/// perf_event.h). Reading it while the task runs on another CPU updates the
+/// count there first, through an IPI (`perf_event_read()`,
+/// kernel/events/core.c). /proc/PID/schedstat does not: on a nohz_full CPU
+/// whose tick is stopped (a SCHED_FIFO task, or a lone SCHED_RR one:
+/// `sched_can_stop_tick()`), the running task's sum_exec_runtime lags until
+/// its next switch, a whole server period (1 s) under an RT hog.
+pub struct TaskClock(std::fs::File);
+
+/// The first 128 bytes of `struct perf_event_attr` (PERF_ATTR_SIZE_VER8):
+/// type, size, config, then fields left 0 (counting starts enabled, user
+/// and kernel time both counted).
+#[repr(C)]
+struct PerfEventAttr {
+    type_: u32,
+    size: u32,
+    config: u64,
+    rest: [u64; 14],
+}
+
+impl TaskClock {
+    /// Opens the counter on task `pid` (a thread id; counts that thread).
+    /// Errors: the kernel's (ESRCH when the task is gone, EACCES without
+    /// CAP_PERFMON or root under perf_event_paranoid).
+    pub fn open(pid: i32) -> Result<Self> {
+        use std::os::fd::FromRawFd;
+        let attr = PerfEventAttr {
+            type_: 1, // PERF_TYPE_SOFTWARE
+            size: std::mem::size_of::<PerfEventAttr>() as u32,
+            config: 1, // PERF_COUNT_SW_TASK_CLOCK
+            rest: [0; 14],
+        };
+        // SAFETY: a valid attr of the size it declares; cpu -1 (any),
+        // no group, PERF_FLAG_FD_CLOEXEC.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                &attr as *const PerfEventAttr,
+                pid,
+                -1,
+                -1,
+                libc::c_ulong::from(8u8),
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("perf_event_open(task-clock) on task {pid}"));
+        }
+        // SAFETY: a new fd that nothing else owns.
+        Ok(TaskClock(unsafe { std::fs::File::from_raw_fd(fd as i32) }))
+    }
+
+    /// The task's CPU time since the counter was opened, ns.
+    pub fn read_ns(&self) -> Result<u64> {
+        use std::io::Read;
+        let mut b = [0u8; 8];
+        (&self.0)
+            .read_exact(&mut b)
+            .context("reading a perf task-clock counter")?;
+        Ok(u64::from_ne_bytes(b))
+    }
+}
+
 /// SIGKILL a pid (ignores a task already gone).
 pub fn kill9(pid: i32) {
     // SAFETY: plain system call.
@@ -205,6 +274,9 @@ struct Cleanup {
     pids: Vec<i32>,
     floor: Option<i32>,
     knobs: Vec<(PathBuf, String)>,
+    /// the tracing directory while rtla runs: an osnoise tracer it leaves on
+    /// (rtla killed before its own cleanup) is turned off
+    osnoise: Option<PathBuf>,
 }
 
 static CLEANUP: Mutex<Option<Cleanup>> = Mutex::new(None);
@@ -242,33 +314,68 @@ pub fn set_floor(pid: Option<i32>) {
     with_cleanup(|c| c.floor = pid);
 }
 
-/// Read a kernel knob, trimmed.
+/// Read a kernel knob, trimmed. Read with a 4 KiB buffer: some files
+/// refuse a read shorter than their whole text (tracefs' osnoise/cpus
+/// answered std::fs::read_to_string with EINVAL on 7.3.4).
 pub fn read_knob(path: &Path) -> Result<String> {
-    Ok(std::fs::read_to_string(path)
-        .with_context(|| format!("reading {}", path.display()))?
-        .trim()
-        .to_string())
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).trim().to_string())
 }
 
-/// Write a kernel knob; its original value is saved the first time (for
-/// [`restore_knobs`]).
-pub fn set_knob(path: &Path, value: &str) -> Result<()> {
+/// Save a knob's value for [`restore_knobs`] (the first time only), without
+/// writing it: for knobs another program (rtla) changes on our behalf.
+pub fn save_knob(path: &Path) -> Result<()> {
     let orig = read_knob(path)?;
     with_cleanup(|c| {
         if !c.knobs.iter().any(|(p, _)| p == path) {
             c.knobs.push((path.to_path_buf(), orig));
         }
     });
+    Ok(())
+}
+
+/// Write a kernel knob; its original value is saved the first time (for
+/// [`restore_knobs`]).
+pub fn set_knob(path: &Path, value: &str) -> Result<()> {
+    save_knob(path)?;
     std::fs::write(path, value).with_context(|| format!("writing {value} to {}", path.display()))
 }
 
-/// Put every changed knob back, last changed first. Returns the failures.
+/// Put every changed knob back, last changed first; a knob that already has
+/// its saved value is not written. A write refused with EBUSY is retried for
+/// up to 3 s: kernel.sched_rt_runtime_us is refused while SCHED_DEADLINE
+/// bandwidth still counted (a boost that ended less than a period ago) does
+/// not fit under the limit. Returns the failures.
 pub fn restore_knobs() -> Vec<String> {
     let knobs = with_cleanup(|c| std::mem::take(&mut c.knobs));
     let mut errs = Vec::new();
     for (p, v) in knobs.iter().rev() {
-        if let Err(e) = std::fs::write(p, v) {
-            errs.push(format!("restoring {} to {v}: {e}", p.display()));
+        if read_knob(p).ok().as_deref() == Some(v.as_str()) {
+            continue;
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            match std::fs::write(p, v) {
+                Ok(()) => break,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => {
+                    errs.push(format!("restoring {} to {v}: {e}", p.display()));
+                    break;
+                }
+            }
         }
     }
     errs
@@ -319,9 +426,90 @@ pub fn wait_scx_state(want: &str, secs: f64) -> bool {
     scx_state() == want
 }
 
+/// The tracing directory (tracefs) with its `available_tracers`, if any:
+/// /sys/kernel/tracing, or debugfs' tracing directory.
+pub fn tracing_dir() -> Option<PathBuf> {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|d| d.join("available_tracers").is_file())
+}
+
+/// Does the kernel have the osnoise tracer (in `tracing`'s available_tracers)?
+pub fn has_osnoise(tracing: &Path) -> bool {
+    read_knob(&tracing.join("available_tracers"))
+        .map(|t| t.split_whitespace().any(|x| x == "osnoise"))
+        .unwrap_or(false)
+}
+
+/// The osnoise settings `rtla osnoise` writes (relative to the tracing
+/// directory). rtla puts them back when it ends by itself or on SIGINT.
+const OSNOISE_KNOBS: &[&str] = &[
+    "tracing_thresh",
+    "osnoise/cpus",
+    "osnoise/period_us",
+    "osnoise/runtime_us",
+    "osnoise/stop_tracing_us",
+    "osnoise/stop_tracing_total_us",
+];
+
+/// rtla is about to run: save the osnoise settings it writes (restored with
+/// the other knobs), and have [`osnoise_end`] or [`cleanup`] turn off an
+/// osnoise tracer it leaves on (rtla killed by the watchdog or by cleanup,
+/// before its own cleanup ran: the tracer's threads would keep spinning).
+pub fn osnoise_begin(tracing: &Path) {
+    for k in OSNOISE_KNOBS {
+        let p = tracing.join(k);
+        if p.is_file() {
+            if let Err(e) = save_knob(&p) {
+                log::warn!("{e:#}");
+            }
+        }
+    }
+    with_cleanup(|c| c.osnoise = Some(tracing.to_path_buf()));
+}
+
+/// rtla has ended: turn off any osnoise tracer still on, at the top level
+/// or in a trace instance (rtla traces in its own instance). Returns what it
+/// had to turn off, and the failures.
+pub fn osnoise_end() -> Vec<String> {
+    let Some(dir) = with_cleanup(|c| c.osnoise.take()) else {
+        return Vec::new();
+    };
+    let mut dirs = vec![dir.clone()];
+    if let Ok(rd) = std::fs::read_dir(dir.join("instances")) {
+        dirs.extend(rd.filter_map(|e| e.ok()).map(|e| e.path()));
+    }
+    let mut out = Vec::new();
+    for d in dirs {
+        let f = d.join("current_tracer");
+        if read_knob(&f).ok().as_deref() == Some("osnoise") {
+            match std::fs::write(&f, "nop") {
+                Ok(()) => out.push(format!(
+                    "turned off the osnoise tracer left on in {}",
+                    d.display()
+                )),
+                Err(e) => out.push(format!(
+                    "turning off the osnoise tracer in {}: {e}",
+                    d.display()
+                )),
+            }
+        }
+    }
+    out
+}
+
+/// The CPUs in /sys/devices/system/cpu/nohz_full (none when the file is
+/// missing or says "(null)"), and the file's text.
+pub fn nohz_full_cpus() -> (Vec<usize>, String) {
+    let raw = read_knob(Path::new(NOHZ_FULL)).unwrap_or_else(|_| "missing".into());
+    (crate::parse::nohz_full(&raw), raw)
+}
+
 /// Undo everything: kill the workloads, stop scx_floor (SIGINT, then
-/// SIGKILL after 20 s: its guardian restores what it changed), restore the
-/// knobs. Safe to call more than once and from the signal-handling thread.
+/// SIGKILL after 20 s: its guardian restores what it changed), turn off an
+/// osnoise tracer rtla left on, restore the knobs. Safe to call more than
+/// once and from the signal-handling thread.
 pub fn cleanup() -> Vec<String> {
     let (pids, floor) = with_cleanup(|c| (std::mem::take(&mut c.pids), c.floor.take()));
     for p in &pids {
@@ -339,6 +527,7 @@ pub fn cleanup() -> Vec<String> {
             ));
         }
     }
+    errs.extend(osnoise_end());
     errs.extend(restore_knobs());
     errs
 }
@@ -404,4 +593,30 @@ pub fn dmesg_scx_errors() -> Vec<String> {
         })
         .map(str::to_string)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knobs_are_saved_once_and_restored() {
+        let dir = std::env::temp_dir().join(format!("scx_floor-ab-knobs.{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, "950000\n").unwrap();
+        std::fs::write(&b, "0-1\n").unwrap();
+        set_knob(&a, "-1").unwrap();
+        set_knob(&a, "5").unwrap();
+        save_knob(&b).unwrap();
+        std::fs::write(&b, "1").unwrap();
+        assert_eq!(read_knob(&a).unwrap(), "5");
+        assert!(restore_knobs().is_empty());
+        assert_eq!(read_knob(&a).unwrap(), "950000");
+        assert_eq!(read_knob(&b).unwrap(), "0-1");
+        // nothing left to restore; a missing knob cannot be saved
+        assert!(restore_knobs().is_empty());
+        assert!(save_knob(&dir.join("missing")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Run in a VM with 4 vCPUs (scripts/test): CPU hotplug while loaded and
 # while a boost is active on the CPU that goes away. CPU 1 goes offline and
-# comes back twice: scx_floor is not ejected, no task stays boosted, its
-# stats go on (--stats lines keep coming, CPU 1 included after it returns).
+# comes back twice: scx_floor is not ejected, no task stays boosted, CPU 1's
+# server parks while the CPU is offline and serves again after, its stats go
+# on (--stats lines keep coming, CPU 1 included after it returns).
 source "$(dirname "$0")/lib.sh"
 [ "$(nproc)" -ge 3 ] || fail "this test needs 3 or more CPUs (scripts/test boots 4)"
 as_controller
@@ -39,6 +40,10 @@ wait_boosted "$n" 6 || fail "no boost on CPU 1 after it came back"
 lines0=$(grep -c "per-CPU accounting" "$FLOOR_LOG"); sleep 2.5; lines1=$(grep -c "per-CPU accounting" "$FLOOR_LOG")
 [ "$lines1" -gt "$lines0" ] || fail "the stats stopped"
 assert_not_ejected "$seq0"
+# The server of an offline CPU ends its boosts and parks until the CPU is back.
+parks=$(grep -c "CPU 1 is offline: its server is parked" "$FLOOR_LOG")
+backs=$(grep -c "CPU 1 is online again: serving" "$FLOOR_LOG")
+[ "$parks" = 2 ] && [ "$backs" = 2 ] || fail "CPU 1's server parked $parks and came back $backs times, not 2 and 2"
 kill -KILL "$h" 2>/dev/null; wait "$h" 2>/dev/null
 stop_floor || fail "scx_floor exited non-zero"
 pol=$(policy_of "$n")

@@ -23,6 +23,18 @@ fail() {
 }
 note() { echo "  $*"; }
 
+# figure NAME VALUE [BOUND]: record a figure this test asserts (or reports)
+# as a tab-separated line in $FIGURES (default target/figures.tsv in the
+# checkout): test, figure, value, the bound it is held to, kernel, boot
+# arguments that matter (nohz_full, irqaffinity). scripts/figures summarises
+# them over many runs (min, median, max): docs/testing.md's distributions.
+FIGURES=${FIGURES:-$ROOT/target/figures.tsv}
+figure() {
+	local boot
+	boot=$(grep -oE '(nohz_full|irqaffinity|isolcpus)=[^ ]*' /proc/cmdline | tr '\n' ' ')
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(basename "$0" .sh)" "$1" "$2" "${3:-}" "$(uname -r)" "${boot% }" >>"$FIGURES"
+}
+
 scx_state() { cat $SCX/state 2>/dev/null || echo missing; }
 
 # enable_seq: how many times a BPF scheduler has been enabled since boot
@@ -180,19 +192,38 @@ wait_spinning() {
 run_ns() { awk '{print $1}' "/proc/$1/schedstat"; }
 
 # ms_per_s_of SECS PID...: CPU time each task got over the same SECS of
-# wall time, ms per s, one figure per PID on one line. One process reads all
-# the schedstats at the window's start and again SECS later on
+# wall time, ms per s, one figure per PID on one line. One process reads
+# all the tasks' clocks at the window's start and again SECS later on
 # CLOCK_MONOTONIC, so the window is SECS long to within a few ms. A server
 # with a 1 s period serves in one burst per period: a window a tenth of a
-# period longer than SECS (an awk and a date forked per read, under TCG) can
-# hold one burst more, 7 of 50 ms in 6.11 s read 57 ms/s in t_floor, where
-# an exact 6 s window holds 6 bursts whatever its phase.
+# period longer than SECS (an awk and a date forked per read, under TCG)
+# can hold one burst more, 7 of 50 ms in 6.11 s read 57 ms/s in t_floor,
+# where an exact 6 s window holds 6 bursts whatever its phase.
+# The clock is a perf task-clock counter on each task (perf_event_open,
+# PERF_COUNT_SW_TASK_CLOCK, ns): reading it updates a task running on
+# another CPU through an IPI to that CPU (perf_event_read(),
+# kernel/events/core.c). /proc/PID/schedstat does not: with a SCHED_FIFO
+# or a lone SCHED_RR task the tick stops on a nohz_full CPU
+# (sched_can_stop_tick()) and the running task's sum_exec_runtime lags
+# until its next switch (a hog read 996 ms/s beside a normal task's 54);
+# nor do CPU clocks (the kernel reads thread clocks only for the caller's
+# own threads, and a process clock does not update a running thread).
 ms_per_s_of() {
 	python3 - "$@" <<'PY'
-import sys, time
-secs, pids = float(sys.argv[1]), sys.argv[2:]
+import ctypes, os, struct, sys, time
+secs, pids = float(sys.argv[1]), [int(p) for p in sys.argv[2:]]
+libc = ctypes.CDLL(None, use_errno=True)
+def task_clock(pid):
+    attr = bytearray(128)  # struct perf_event_attr, PERF_ATTR_SIZE_VER8
+    struct.pack_into("IIQ", attr, 0, 1, len(attr), 1)  # PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK
+    buf = ctypes.create_string_buffer(bytes(attr), len(attr))
+    fd = libc.syscall(298, buf, pid, -1, -1, 8)  # __NR_perf_event_open (x86_64), PERF_FLAG_FD_CLOEXEC
+    if fd < 0:
+        sys.exit(f"perf_event_open({pid}): {os.strerror(ctypes.get_errno())}")
+    return fd
+fds = [task_clock(p) for p in pids]
 def rd():
-    return [int(open(f"/proc/{p}/schedstat").read().split()[0]) for p in pids]
+    return [struct.unpack("Q", os.read(fd, 8))[0] for fd in fds]
 t0 = time.monotonic(); a = rd()
 time.sleep(max(0.0, secs - (time.monotonic() - t0)))
 t1 = time.monotonic(); b = rd()
@@ -307,14 +338,19 @@ wait_for() {
 
 # hog_slices NHOGS [ARGS...]: NHOGS CPU hogs pinned to CPU 1 for 5 s, under
 # scx_floor ARGS (--stats-json added), or under the stock scheduler without
-# ARGS. Prints "mean_ms p50_ms p99_ms p99lo_ms": the mean slice from
-# schedstat, the run-length quantiles of CPU 1 from scx_floor's histogram
-# (each the upper bound of its bucket), and the lower bound of the p99's
-# bucket: the histogram only knows the p99 lies in (p99lo, p99] ("null" for
-# stock). Returns non-zero if scx_floor exited non-zero (the figures are
-# printed anyway).
+# ARGS. Prints "mean_ms p50_ms p99_ms p99lo_ms expiry_ms p90lo_ms": the mean slice
+# from schedstat, the run-length quantiles of CPU 1 from scx_floor's
+# histogram (each the upper bound of its bucket), the lower bound of the
+# p99's bucket: the histogram only knows the p99 lies in (p99lo, p99], and
+# CPU 1's normal-task run time per slice expiry since scx_floor loaded,
+# and the lower bound of the p90's bucket ("null" for stock). The schedstat mean counts every switch: a run that
+# a kthread or a slice-end thread's early wake-up interrupted, and that then
+# went on with the rest of its slice, counts as two. The run time per
+# expiry counts only the slices that ended. Returns non-zero if scx_floor
+# exited non-zero (the figures are printed anyway). scx_floor's log is left
+# in $LOGDIR/hog_slices.log.
 hog_slices() {
-	local n=$1 pids=() i m p50=null p99=null p99lo=null rc=0 j=$LOGDIR/hog_slices.json
+	local n=$1 pids=() i m p50=null p99=null p99lo=null p90lo=null per=null rc=0 j=$LOGDIR/hog_slices.json
 	shift
 	if [ $# -gt 0 ]; then rm -f "$j"; start_floor --stats-json "$j" "$@"; fi
 	for ((i = 0; i < n; i++)); do pids+=("$(hog 1)"); done
@@ -323,11 +359,43 @@ hog_slices() {
 	kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null
 	if [ $# -gt 0 ]; then
 		stop_floor || rc=1
+		cp "$FLOOR_LOG" "$LOGDIR/hog_slices.log"
 		p50=$(jq '.cpus[] | select(.cpu == 1) | .runlen.p50_ns / 1e6' "$j")
 		p99=$(jq '.cpus[] | select(.cpu == 1) | .runlen.p99_ns / 1e6' "$j")
 		p99lo=$(jq '(.cpus[] | select(.cpu == 1) | .runlen.p99_ns) as $u
 			| [.hist_bucket_lo_ns[] | select(. < $u)] | max / 1e6' "$j")
+		p90lo=$(jq '(.cpus[] | select(.cpu == 1) | .runlen.p90_ns) as $u
+			| [.hist_bucket_lo_ns[] | select(. < $u)] | max / 1e6' "$j")
+		per=$(jq '.cpus[] | select(.cpu == 1) | .counters
+			| if .nr_slice_expired > 0 then (.normal_runtime_ns / .nr_slice_expired / 1e3 | round / 1e3) else null end' "$j")
 	fi
-	echo "$m $p50 $p99 $p99lo"
+	echo "$m $p50 $p99 $p99lo $per $p90lo"
 	return $rc
+}
+
+# goal WHAT VALUE CMD...: print whether a goal (stricter than the test's
+# emulator bound) was met: CMD is the check, e.g. goal "normal >= 47.5:" 49 ge 49 47.5
+goal() {
+	local what=$1 value=$2
+	shift 2
+	if "$@"; then note "  goal met: $what $value"; else note "  GOAL MISSED (emulator): $what $value"; fi
+}
+
+# s1_measure POL PRIO: S1 on CPU 1 under whatever scheduler is loaded: a
+# normal task spinning there, then a POL (fifo|rr) PRIO hog; prints "normal
+# hog first" (ms/s of each over an exact 6 s window starting 0.5 s after the
+# hog spins, and ms from the hog's start to the normal task's first run
+# after it, "inf" if none within 3 s). Both are killed after.
+s1_measure() {
+	local n h first normal hog
+	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
+	wait_spinning 10 "$n" || { kill -KILL "$n"; echo "s1_measure: the normal task did not start spinning" >&2; return 1; }
+	h=$(rt_hog 1 "$1" "$2" 30) || { kill -KILL "$n"; return 1; }
+	first=$(first_service_ms "$n" 3)
+	sleep 0.5
+	read -r normal hog < <(ms_per_s_of 6 "$n" "$h")
+	kill -KILL "$h" "$n" 2>/dev/null
+	wait "$n" 2>/dev/null
+	[ -n "$hog" ] || { echo "s1_measure: could not read the tasks' schedstat" >&2; return 1; }
+	echo "$normal $hog $first"
 }

@@ -4,7 +4,7 @@
 # JSON row for each pair, the table and both PNGs, and puts every knob back;
 # SIGINT and SIGTERM mid-run stop the hogs and scx_floor and restore the
 # knobs; the harness's S1 and S2 figures agree with measurements by hand
-# (scenarios.md: schedstat of a normal task under an RR hog, 6 s; of two
+# (docs/scenarios.md: schedstat of a normal task under an RR hog, 6 s; of two
 # hogs sharing a CPU, 5 s).
 source "$(dirname "$0")/lib.sh"
 AB=${AB:-$ROOT/target/release/scx_floor-ab}

@@ -33,6 +33,8 @@ stop_floor || fail "scx_floor exited non-zero"
 got=$(awk -v d=$((b - a)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", d / t * 1000 }')
 hog=$(awk -v d=$((h1 - h0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", d / t * 1000 }')
 note "50 starving tasks of user nobody on CPU 1: together $got ms/s (budget 50 ms/s), RT hog $hog ms/s"
+figure fifty_tasks_ms_per_s "$got" "20 .. 57.5"
+figure hog_ms_per_s "$hog" ">= 900"
 le "$got" 57.5 || fail "the 50 tasks got $got ms/s: more than the budget"
 ge "$got" 20 || fail "the 50 tasks got only $got ms/s: the server did not serve them"
 ge "$hog" 900 || fail "the RT task kept only $hog ms/s"

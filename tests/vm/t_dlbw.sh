@@ -19,7 +19,7 @@ source "$(dirname "$0")/lib.sh"
 as_controller
 bw0=$(dl_total_bw)
 rt0=$(cat /proc/sys/kernel/sched_rt_runtime_us)
-start_floor --server-runtime-us 50000 --server-period-us 1000000 --rt-runtime-unlimited
+start_floor --server-runtime-us 50000 --server-period-us 1000000 --rt-runtime-unlimited --boost deadline
 seq=$(enable_seq)
 n=$(sleeper 1)
 sleep 2
@@ -39,6 +39,9 @@ bw_back() { local b; b=$(dl_total_bw); [ "$b" -le $((bw0 + 64)) ] && [ "$b" -ge 
 ms=$(wait_for 3 bw_back) ||
 	fail "DL admission total $(dl_total_bw) 3 s after exit (before the start: $bw0)"
 note "sleeper served $got ms/s; DL admission total at most $max ($(awk -v m="$max" 'BEGIN { printf "%.2f", m / 1048576 }') CPUs) during the run, back to $bw0 $ms ms after exit"
+figure sleeper_ms_per_s "$got" ">= 5"
+figure dl_total_bw_max "$max" "<= 4194304"
+figure dl_bw_back_ms "$ms" "<= 3000"
 [ "$min" -ge 0 ] || fail "DL admission total went negative ($min) during the run: an accounting error"
 le "$max" $((4 * 1048576)) || fail "DL admission total reached $max during the run (> 4 CPUs)"
 # Kernel-cut mode defers the server in every period (server.rs, `running`):

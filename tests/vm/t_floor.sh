@@ -21,36 +21,30 @@ dmesg -C
 orig=$(ext_server_runtime 1)
 [ "$orig" != missing ] || fail "no ext_server in debugfs"
 
-goal() { # what value goal
-	if eval "$3"; then note "  goal met: $1 $2"; else note "  GOAL MISSED (emulator): $1 $2"; fi
-}
-
 rt_orig=$(cat /proc/sys/kernel/sched_rt_runtime_us)
 case_() { # runtime_us policy prio [scx_floor flags]
-	local rt=$1 pol=$2 prio=$3 n h first normal hog
+	local rt=$1 pol=$2 prio=$3 first normal hog
 	local goal_n min_n
 	shift 3
 	goal_n=$(awk -v r="$rt" 'BEGIN { print r / 1000 * 0.95 }')
 	min_n=$(awk -v r="$rt" 'BEGIN { print r / 1000 * 0.80 }')
 	start_floor --server-runtime-us "$rt" --server-period-us 1000000 --stats 2 "$@"
 	wait_ext_server 1 0 5 || fail "ext_server runtime is $(ext_server_runtime 1) while scx_floor serves"
-	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
-	wait_spinning 10 "$n" || fail "the normal task did not start spinning"
-	h=$(rt_hog 1 "$pol" "$prio" 30) || fail "no hog"
-	first=$(first_service_ms "$n" 3)
 	local rtr
 	rtr=$(cat /proc/sys/kernel/sched_rt_runtime_us)
-	sleep 0.5
-	read -r normal hog < <(ms_per_s_of 6 "$n" "$h")
+	read -r normal hog first < <(s1_measure "$pol" "$prio") || fail "S1 measurement failed"
 	[ -n "$hog" ] || fail "could not read the tasks' schedstat"
-	kill -KILL "$h" "$n" 2>/dev/null
 	[ "$(scx_state)" = enabled ] || fail "scx_floor was ejected: $(scx_state)"
 	stop_floor || fail "scx_floor exit code $?"
 	note "$pol $prio hog, server $((rt / 1000)) ms/1 s $*: normal $normal ms/s, hog $hog ms/s, first service after $first ms"
 	grep -A4 '^server:' "$FLOOR_LOG" | tail -3 | sed 's/^/    /'
-	goal "normal >= $goal_n ms/s:" "$normal" "ge $normal $goal_n"
-	goal "hog >= 940 ms/s:" "$hog" "ge $hog 940"
-	goal "first service <= 1000 ms:" "$first" "le ${first/inf/99999} 1000"
+	local tag="${pol}${prio}_$((rt / 1000))ms${*:+_dl}"
+	figure "${tag}_normal_ms_per_s" "$normal" ">= $min_n"
+	figure "${tag}_hog_ms_per_s" "$hog" ">= 915"
+	figure "${tag}_first_service_ms" "${first/inf/99999}" "<= 2000"
+	goal "normal >= $goal_n ms/s:" "$normal" ge "$normal" "$goal_n"
+	goal "hog >= 940 ms/s:" "$hog" ge "$hog" 940
+	goal "first service <= 1000 ms:" "$first" le "${first/inf/99999}" 1000
 	ge "$normal" "$min_n" || fail "normal task got $normal ms/s < $min_n (80% of the budget)"
 	ge "$hog" 915 || fail "RT hog got $hog ms/s < 915"
 	[ "$first" != inf ] && le "$first" 2000 || fail "first service after $first ms (> 2 periods)"
@@ -71,6 +65,6 @@ case_() { # runtime_us policy prio [scx_floor flags]
 case_ 50000 rr 25
 case_ 20000 rr 25
 case_ 50000 fifo 50
-case_ 50000 rr 25 --rt-runtime-unlimited
+case_ 50000 rr 25 --rt-runtime-unlimited --boost deadline
 errs=$(dmesg_errors)
 [ -z "$errs" ] || { echo "$errs"; fail "dmesg reports sched_ext trouble"; }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Preempted RCU readers (README, "Preempted RCU readers"): under t_stress's
+# Preempted RCU readers (docs/design.md, "Preempted RCU readers"): under t_stress's
 # load with khugepaged made busy, a nice-19 kthread that keeps entering RCU
 # read-side sections, RCU grace periods stay short and scx_floor is not
 # ejected by the kernel's RCU stall detector. Without the rule
@@ -52,6 +52,8 @@ assert_not_ejected "$seq0"
 boosts=$(grep -E '^ {0,2}[0-9]+ ' "$FLOOR_LOG" | awk '{s += $NF} END {print s + 0}')
 note "preempted readers queued at the front: $boosts"
 [ "$boosts" -gt 0 ] || fail "no preempted RCU reader was queued at the front"
+figure gp_max_ms "$max" "<= 2500"
+figure gp_p99_ms "$p99"
 le "$max" 2500 || fail "an RCU grace period took $max ms"
 e=$(dmesg_errors)
 [ -z "$e" ] || fail "kernel errors: $e"

@@ -5,7 +5,7 @@
 #   floor:   the probe alone on CPU 1, stock kernel, no hogs: what the
 #            emulator alone does to it (no knob written: on 7.3 a write to the
 #            fair_server's debugfs knobs changes the kernel's dl_server
-#            behaviour for the rest of the boot, scenarios.md S1);
+#            behaviour for the rest of the boot, docs/scenarios.md S1);
 #   default: scx_floor --server-runtime-us 20;
 #   dl:      the same with --rt-runtime-unlimited (kernel-cut mode).
 # Goals (issue 3): no single gap > 1 ms; overrun p99 < 100 us, max < 500 us.
@@ -74,10 +74,12 @@ chrt -f 1 taskset -c 1 "$AB" helper probe --secs 0.3 --threshold-us 300 >/dev/nu
 
 probe floor
 floor_n1=$N1
+figure floor_gaps_over_1ms "$N1"
+figure floor_longest_gap_us "$MAXG"
 
 for mode in default dl; do
 	args=(--server-runtime-us 20 --stats 5 -v)
-	[ $mode = dl ] && args+=(--rt-runtime-unlimited)
+	[ $mode = dl ] && args+=(--rt-runtime-unlimited --boost deadline)
 	start_floor "${args[@]}"
 	seq0=$(enable_seq)
 	hogs
@@ -100,6 +102,10 @@ for mode in default dl; do
 	fi
 	read -r n_in n_out n_boosts < <(boost_gaps "$J" "$FLOOR_LOG") || fail "$mode: cannot read the probe's gaps"
 	note "$mode: gaps > 1 ms: $n_in within 10 ms of the $n_boosts boosts in the log, $n_out elsewhere"
+	figure "${mode}_longest_gap_us" "$MAXG"
+	figure "${mode}_gaps_near_boosts_per_boost" "$(awk -v a="$n_in" -v b="$n_boosts" 'BEGIN { printf "%.2f", b ? a / b : 0 }')" "<= 2"
+	figure "${mode}_gaps_elsewhere" "$n_out" "<= 3 x floor + 10"
+	figure "${mode}_overrun_max_us" "$omax" "<= 4500"
 	[ "$n_boosts" -ge 1 ] || fail "$mode: no boost on CPU 1 in scx_floor's -v log"
 	[ "$n_in" -le $((2 * n_boosts)) ] ||
 		fail "$mode: $n_in gaps > 1 ms within 10 ms of $n_boosts boosts (2 per boost allowed)"

@@ -28,6 +28,8 @@ assert_not_ejected "$seq"
 stop_floor || fail "scx_floor exited $?"
 kill -KILL "$h" "$n" 2>/dev/null; wait "$h" "$n" 2>/dev/null
 note "sleeper (2 ms run, 20 ms sleep) under an RR 25 hog: $got ms/s, hog $hog ms/s"
+figure sleeper_ms_per_s "$got" ">= 37.5"
+figure hog_ms_per_s "$hog" ">= 850"
 ge "$got" 37.5 || fail "the sleeping task got $got ms/s under the hog (budget 50 ms/s, 37.5 asserted)"
 ge "$hog" 850 || fail "the RT hog got $hog ms/s (a floor, not a grab)"
 exit 0

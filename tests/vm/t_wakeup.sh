@@ -29,6 +29,9 @@ read -r on_avg on_max on_n < <(lat) || fail "measurement with wake-up preemption
 note "wake-up preemption on:  avg $on_avg us, max $on_max us ($on_n preempting wake-ups)"
 read -r off_avg off_max off_n < <(lat --no-wakeup-preempt) || fail "measurement without failed"
 note "wake-up preemption off: avg $off_avg us, max $off_max us ($off_n)"
+figure preempt_on_avg_us "$on_avg" "<= 1000 or <= 0.6 x off"
+figure preempt_off_avg_us "$off_avg" ">= 1000"
+figure preempting_wakeups "$on_n" ">= 500"
 ge "$on_n" 500 || fail "only $on_n wake-ups preempted (1000 expected in 5 s)"
 [ "$off_n" = 0 ] || fail "--no-wakeup-preempt still preempted $off_n times"
 # Under 1 ms; or, where the emulator's stalls inflate the runs (1272 us on
