@@ -364,13 +364,28 @@ static __always_inline void starve_close(struct floor_cpu_stat *st, u64 now)
 		__sync_fetch_and_add(&st->starved_ns, now - since);
 }
 
+/*
+ * Whether p can run on its current CPU only: pinned, or inside a
+ * migrate_disable() section. PREEMPT_RT disables migration in every
+ * spinlock_t/rwlock_t section (each also an RCU read-side section). A task
+ * switched out in one has p->cpus_ptr narrowed to its CPU
+ * (migrate_disable_switch(), kernel/sched/core.c) while p->nr_cpus_allowed
+ * keeps its affinity's weight: queued in the shared DSQ, no other CPU may
+ * take it, and under an RT hog it starved until RCU stalled (7.3.4-rt:
+ * systemd-udevd, preempted holding a lock, 5 s, "RCU CPU stall").
+ */
+static __always_inline bool only_this_cpu(const struct task_struct *p)
+{
+	return p->nr_cpus_allowed == 1 || bpf_cpumask_weight(p->cpus_ptr) == 1;
+}
+
 static __always_inline void waiter_add(struct task_struct *p, s32 cpu, u64 now)
 {
 	struct floor_waiter w = {
 		.since_ns = now,
 		.cpu = cpu,
 		.weight = p->scx.weight,
-		.pinned = p->nr_cpus_allowed == 1,
+		.pinned = only_this_cpu(p),
 		.kthread = !!(p->flags & PF_KTHREAD),
 		/* nsec_to_clock_t() with USER_HZ = 100 (x86) */
 		.start_ticks = p->start_boottime / 10000000,
@@ -512,7 +527,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	if (nr_hi_cpus)
 		waiter_add(p, cpu, bpf_ktime_get_ns());
 
-	if (p->nr_cpus_allowed == 1) {
+	if (only_this_cpu(p)) {
 		/*
 		 * While a higher class owns the CPU, a per-CPU kthread waits in
 		 * the CPU's DSQ like any pinned task (the server serves it): in
