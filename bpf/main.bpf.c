@@ -149,13 +149,14 @@ struct {
 } boosted_pids SEC(".maps");
 
 /*
- * scx_floor's own RT threads (tid -> 1), written by user space: the server
- * threads (a planner and an executor per served CPU) and the guardian. RT tasks, but not the hog a
- * boost must beat.
+ * RT threads that are not the hog a boost must beat (tid -> 1), written by
+ * user space: scx_floor's server threads (a planner and an executor per
+ * served CPU), its guardian, and on PREEMPT_RT the irq_work/N threads it
+ * runs at FIFO 99 (microseconds at a time, like its own).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 2 * FLOOR_MAX_CPUS + 1);
+	__uint(max_entries, 3 * FLOOR_MAX_CPUS + 1);
 	__type(key, u32);
 	__type(value, u32);
 } agent_tids SEC(".maps");

@@ -8,6 +8,9 @@
 //! exits while boosted needs nothing: its policy dies with it. A thread id
 //! reused by a new task is told apart by its start time (field 22 of
 //! /proc/PID/stat).
+//!
+//! On PREEMPT_RT it also raises the kernel's irq_work/N threads while
+//! scx_floor runs ([`IrqWorkRaise`]), journaled the same way.
 
 use std::fs;
 use std::io::Write;
@@ -222,7 +225,8 @@ pub struct Entry {
     pub saved: SchedAttr,
 }
 
-/// A journal record as stored (32 bytes); `state` 1 = boosted, 0 = free.
+/// A journal record as stored (32 bytes); `state` is [`REC_BOOSTED`],
+/// [`REC_RAISED`] or 0 (free).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 struct Rec {
@@ -235,9 +239,18 @@ struct Rec {
     prio: u32,
 }
 
-/// Number of records: one per BPF boost slot.
-pub const JOURNAL_RECS: usize = crate::bpf_intf::floor_consts_FLOOR_MAX_CPUS as usize
-    * crate::bpf_intf::floor_consts_FLOOR_SLOTS_PER_CPU as usize;
+/// Record state of a boosted task.
+const REC_BOOSTED: u32 = 1;
+/// Record state of a raised irq_work thread ([`IrqWorkRaise`]).
+const REC_RAISED: u32 = 2;
+
+const MAX_CPUS: usize = crate::bpf_intf::floor_consts_FLOOR_MAX_CPUS as usize;
+
+/// Records for boosts: one per BPF boost slot.
+pub const BOOST_RECS: usize = MAX_CPUS * crate::bpf_intf::floor_consts_FLOOR_SLOTS_PER_CPU as usize;
+
+/// Number of records: the boosts', then one per CPU for its irq_work thread.
+pub const JOURNAL_RECS: usize = BOOST_RECS + MAX_CPUS;
 
 /// The journal of boosted tasks: a root-only file on tmpfs mapped shared
 /// into memory, one 32-byte record per boost slot. Writing a record is a
@@ -329,8 +342,13 @@ impl Journal {
         }
     }
 
-    /// Records `e` in record `i`; call before changing the task's policy.
+    /// Records boost `e` in record `i` (< [`BOOST_RECS`]); call before
+    /// changing the task's policy.
     pub fn record(&self, i: usize, e: &Entry) {
+        self.record_as(i, e, REC_BOOSTED);
+    }
+
+    fn record_as(&self, i: usize, e: &Entry, state: u32) {
         let a = &e.saved;
         let r = Rec {
             state: 0,
@@ -343,7 +361,8 @@ impl Journal {
         };
         // SAFETY: in bounds (state() checks); record i belongs to the caller.
         unsafe { std::ptr::write_volatile(self.map.add(i), r) };
-        self.state(i).store(1, std::sync::atomic::Ordering::Release);
+        self.state(i)
+            .store(state, std::sync::atomic::Ordering::Release);
     }
 
     /// Frees record `i`; call after the task's policy is back.
@@ -353,8 +372,17 @@ impl Journal {
 
     /// Every boosted task in the journal: (record, entry).
     pub fn entries(&self) -> Vec<(usize, Entry)> {
+        self.entries_in(REC_BOOSTED)
+    }
+
+    /// Every raised irq_work thread in the journal: (record, entry).
+    pub fn raises(&self) -> Vec<(usize, Entry)> {
+        self.entries_in(REC_RAISED)
+    }
+
+    fn entries_in(&self, state: u32) -> Vec<(usize, Entry)> {
         (0..JOURNAL_RECS)
-            .filter(|&i| self.state(i).load(std::sync::atomic::Ordering::Acquire) == 1)
+            .filter(|&i| self.state(i).load(std::sync::atomic::Ordering::Acquire) == state)
             .map(|i| {
                 // SAFETY: in bounds.
                 let r = unsafe { std::ptr::read_volatile(self.map.add(i)) };
@@ -411,8 +439,9 @@ pub fn needs_restore(e: &Entry, now_start: Option<u64>, now_policy: Option<u32>)
         && !is_boost_policy(e.saved.sched_policy)
 }
 
-/// Puts back every task in the journal and empties it. Returns how many
-/// tasks were restored. Used at exit, by the guardian, and at start.
+/// Puts back every boosted task in the journal and empties its boost
+/// records (raised irq_work threads are [`replay_raises`]'s). Returns how
+/// many tasks were restored. Used at exit, by the guardian, and at start.
 pub fn replay(j: &Journal) -> usize {
     replay_records(j, true)
 }
@@ -424,6 +453,26 @@ pub fn replay(j: &Journal) -> usize {
 /// scx_floor is exiting but not gone.
 pub fn replay_boosted(j: &Journal) -> usize {
     replay_records(j, false)
+}
+
+/// Puts back every raised irq_work thread still at [`IRQ_WORK_PRIO`] and
+/// empties those records; returns how many were put back. For when
+/// scx_floor is gone: while it is stopped or exiting, its BPF side is still
+/// loaded and goes on waking through irq_work (see [`IrqWorkRaise`]).
+pub fn replay_raises(j: &Journal) -> usize {
+    let mut n = 0;
+    for (i, e) in j.raises() {
+        let start = stat_of(e.tid).map(|s| s.0);
+        let now = get_attr(e.tid).ok();
+        if raise_needs_restore(&e, start, now.as_ref()) {
+            match set_attr(e.tid, &restore_attr_of(&e.saved)) {
+                Ok(()) => n += 1,
+                Err(err) => log::warn!("could not restore irq_work thread {}: {err}", e.tid),
+            }
+        }
+        j.forget(i);
+    }
+    n
 }
 
 fn replay_records(j: &Journal, forget_all: bool) -> usize {
@@ -470,6 +519,150 @@ pub fn journal_before_boost(j: &Journal, i: usize, tid: u32, start: Option<u64>)
     let e = Entry { tid, start, saved };
     j.record(i, &e);
     Ok(e)
+}
+
+/// SCHED_FIFO priority of the irq_work/N threads while scx_floor runs.
+pub const IRQ_WORK_PRIO: u32 = 99;
+
+/// `PF_KTHREAD` (include/linux/sched.h): the task is a kernel thread.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// Whether a raised thread found in the journal must be put back: the same
+/// task (same start time), still at exactly the SCHED_FIFO [`IRQ_WORK_PRIO`]
+/// scx_floor gave it (a priority changed since by someone else is theirs).
+pub fn raise_needs_restore(e: &Entry, now_start: Option<u64>, now: Option<&SchedAttr>) -> bool {
+    now_start == Some(e.start)
+        && now.is_some_and(|a| a.sched_policy == SCHED_FIFO && a.sched_priority == IRQ_WORK_PRIO)
+        && !(e.saved.sched_policy == SCHED_FIFO && e.saved.sched_priority == IRQ_WORK_PRIO)
+}
+
+/// CPU of an irq_work kernel thread from its command name: "irq_work/3" is 3.
+pub fn irq_work_cpu(comm: &str) -> Option<usize> {
+    let n = comm.trim_end().strip_prefix("irq_work/")?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    n.parse().ok()
+}
+
+/// The kernel flags (field 9) of a /proc/PID/stat line.
+fn parse_stat_flags(s: &str) -> Option<u64> {
+    let rest = &s[s.rfind(')')? + 1..];
+    rest.split_whitespace().nth(9 - 3)?.parse().ok()
+}
+
+/// The irq_work/N kernel threads, (cpu, tid) sorted by cpu. PREEMPT_RT runs
+/// lazy irq_work in them; other kernels have none. A user task may name
+/// itself "irq_work/1": only kernel threads (`PF_KTHREAD`) are listed.
+/// Kernel threads are kthreadd's (pid 2) children: their list
+/// (CONFIG_PROC_CHILDREN) when there is one, else every process.
+pub fn irq_work_threads() -> Vec<(usize, u32)> {
+    let pids: Vec<u32> = match fs::read_to_string("/proc/2/task/2/children") {
+        Ok(s) => s
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect(),
+        Err(_) => match fs::read_dir("/proc") {
+            Ok(dir) => dir
+                .filter_map(|d| d.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .collect(),
+            Err(_) => return Vec::new(),
+        },
+    };
+    let mut v: Vec<(usize, u32)> = pids
+        .into_iter()
+        .filter_map(|pid| {
+            let comm = fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            let cpu = irq_work_cpu(&comm)?;
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            (parse_stat_flags(&stat)? & PF_KTHREAD != 0).then_some((cpu, pid))
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// The irq_work/N threads of a PREEMPT_RT kernel at SCHED_FIFO
+/// [`IRQ_WORK_PRIO`] for as long as this value lives (journaled first, put
+/// back on drop, by the guardian, or by the next start).
+///
+/// Why: on PREEMPT_RT a BPF ring buffer's wake-up (`bpf_ringbuf_output()`,
+/// which scx_floor's BPF side uses to wake its threads) is lazy irq_work,
+/// run by the CPU's irq_work/N thread at SCHED_FIFO 1. Its wake-up path
+/// takes sleeping spinlocks, each an RCU read-side critical section on
+/// PREEMPT_RT. An RT task above FIFO 1 that arrives on that CPU while it is
+/// in one (or the FIFO 99 thread it wakes, when its priority inheritance
+/// ends at `rt_mutex_slowunlock()`) preempts it there, and an RT hog then
+/// keeps it off the CPU: the grace period cannot end, and sched_ext answers
+/// the RCU stall by ejecting the scheduler. Traced on 7.3.4-rt: irq_work/1
+/// preempted at nesting 3 in `rt_mutex_slowunlock()` under an RR 25 hog,
+/// stall after 5 s, ejected ("RCU CPU stall"). At FIFO 99 no hog preempts
+/// it and the threads it wakes queue behind it; its items are short.
+pub struct IrqWorkRaise {
+    journal: Journal,
+    /// (record, tid)
+    raised: Vec<(usize, u32)>,
+}
+
+impl IrqWorkRaise {
+    /// Raises every irq_work/N thread below [`IRQ_WORK_PRIO`], recording
+    /// each in `journal` first. A thread that cannot be raised is logged and
+    /// left. Returns the value that puts them back when dropped.
+    pub fn apply(journal: Journal) -> Self {
+        let mut raised = Vec::new();
+        for (cpu, tid) in irq_work_threads() {
+            if cpu >= MAX_CPUS {
+                continue;
+            }
+            let (Some((start, _)), Ok(saved)) = (stat_of(tid), get_attr(tid)) else {
+                continue;
+            };
+            if saved.sched_policy == SCHED_FIFO && saved.sched_priority >= IRQ_WORK_PRIO {
+                continue;
+            }
+            let i = BOOST_RECS + cpu;
+            journal.record_as(i, &Entry { tid, start, saved }, REC_RAISED);
+            let attr = SchedAttr {
+                size: ATTR_SIZE,
+                sched_policy: SCHED_FIFO,
+                sched_priority: IRQ_WORK_PRIO,
+                ..Default::default()
+            };
+            match set_attr(tid, &attr) {
+                Ok(()) => raised.push((i, tid)),
+                Err(e) => {
+                    journal.forget(i);
+                    log::warn!("could not raise irq_work/{cpu} (task {tid}): {e}");
+                }
+            }
+        }
+        IrqWorkRaise { journal, raised }
+    }
+
+    /// The raised threads' ids.
+    pub fn tids(&self) -> Vec<u32> {
+        self.raised.iter().map(|r| r.1).collect()
+    }
+}
+
+impl Drop for IrqWorkRaise {
+    fn drop(&mut self) {
+        let mine: Vec<usize> = self.raised.iter().map(|r| r.0).collect();
+        for (i, e) in self.journal.raises() {
+            if !mine.contains(&i) {
+                continue;
+            }
+            let start = stat_of(e.tid).map(|s| s.0);
+            let now = get_attr(e.tid).ok();
+            if raise_needs_restore(&e, start, now.as_ref()) {
+                if let Err(err) = set_attr(e.tid, &restore_attr_of(&e.saved)) {
+                    log::warn!("could not restore irq_work thread {}: {err}", e.tid);
+                    continue;
+                }
+            }
+            self.journal.forget(i);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -650,6 +843,79 @@ mod tests {
         assert_eq!(left, vec![0]);
         assert_eq!(replay(&j), 0);
         assert!(j.entries().is_empty());
+        drop(j);
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn irq_work_names_and_restore_rule() {
+        assert_eq!(irq_work_cpu("irq_work/0\n"), Some(0));
+        assert_eq!(irq_work_cpu("irq_work/127"), Some(127));
+        for bad in [
+            "irq_work/",
+            "irq_work/1a",
+            "irq_work",
+            "ksoftirqd/1",
+            "irq_work/-1",
+        ] {
+            assert_eq!(irq_work_cpu(bad), None, "{bad}");
+        }
+        let line = "30 (irq_work/1) S 2 0 0 0 -1 69238848 0 0 0 0 0 0 0 0 -2 0 1 0 13 0";
+        assert_eq!(parse_stat_flags(line), Some(69238848));
+        assert_ne!(69238848 & PF_KTHREAD, 0, "0x4208040, as dmesg printed it");
+        let saved = SchedAttr {
+            sched_policy: SCHED_FIFO,
+            sched_priority: 1,
+            ..Default::default()
+        };
+        let e = Entry {
+            tid: 30,
+            start: 13,
+            saved,
+        };
+        let at = |policy, prio| SchedAttr {
+            sched_policy: policy,
+            sched_priority: prio,
+            ..Default::default()
+        };
+        assert!(raise_needs_restore(&e, Some(13), Some(&at(SCHED_FIFO, 99))));
+        assert!(
+            !raise_needs_restore(&e, Some(14), Some(&at(SCHED_FIFO, 99))),
+            "another task"
+        );
+        assert!(
+            !raise_needs_restore(&e, Some(13), Some(&at(SCHED_FIFO, 50))),
+            "changed since"
+        );
+        assert!(
+            !raise_needs_restore(&e, Some(13), Some(&at(SCHED_FIFO, 1))),
+            "restored"
+        );
+        assert!(!raise_needs_restore(&e, None, None), "gone");
+    }
+
+    #[test]
+    fn raises_and_boosts_are_kept_apart_and_replayed() {
+        let d = std::env::temp_dir().join(format!("scx_floor_raise_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        let j = Journal::open(&d.join("j")).unwrap();
+        let gone = Entry {
+            tid: 4_194_305,
+            start: 1,
+            saved: SchedAttr::default(),
+        };
+        j.record(3, &gone);
+        j.record_as(BOOST_RECS + 1, &gone, REC_RAISED);
+        let tids = |v: Vec<(usize, Entry)>| v.iter().map(|(i, e)| (*i, e.tid)).collect::<Vec<_>>();
+        assert_eq!(tids(j.entries()), vec![(3, gone.tid)]);
+        assert_eq!(tids(j.raises()), vec![(BOOST_RECS + 1, gone.tid)]);
+        assert_eq!(replay(&j), 0);
+        assert!(j.entries().is_empty());
+        assert_eq!(j.raises().len(), 1, "boost replays keep the raises");
+        assert_eq!(replay_boosted(&j), 0);
+        assert_eq!(j.raises().len(), 1);
+        assert_eq!(replay_raises(&j), 0);
+        assert!(j.raises().is_empty());
         drop(j);
         fs::remove_dir_all(&d).unwrap();
     }

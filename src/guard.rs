@@ -88,17 +88,27 @@ pub fn is_exiting(pid: u32) -> bool {
     })
 }
 
-/// Replays both journals under `state_dir`; returns (tasks, knobs) restored.
+/// Replays both journals under `state_dir`, raised irq_work threads
+/// included; returns (tasks, knobs, irq_work threads) restored.
 /// `keep_trying`: see [`Knobs::restore_all`].
-pub fn replay_all(state_dir: &Path, keep_trying: &dyn Fn() -> bool) -> (usize, usize) {
-    replay(state_dir, keep_trying, boost::replay)
+pub fn replay_all(state_dir: &Path, keep_trying: &dyn Fn() -> bool) -> (usize, usize, usize) {
+    let (t, k) = replay(state_dir, keep_trying, boost::replay);
+    let r = Journal::open(&crate::policy::journal_path(state_dir))
+        .map(|j| boost::replay_raises(&j))
+        .unwrap_or(0);
+    (t, k, r)
 }
 
 /// [`replay_all`] for a scx_floor that is exiting but not gone: records of
 /// tasks not boosted are kept for the replay at its end
-/// ([`boost::replay_boosted`]).
+/// ([`boost::replay_boosted`]), and so are its irq_work raises.
 fn replay_exiting(state_dir: &Path) -> (usize, usize) {
     replay(state_dir, &|| true, boost::replay_boosted)
+}
+
+/// [`replay_all`] for a stopped scx_floor: its irq_work raises stay.
+fn replay_stopped(state_dir: &Path, keep_trying: &dyn Fn() -> bool) -> (usize, usize) {
+    replay(state_dir, keep_trying, boost::replay)
 }
 
 fn replay(
@@ -113,6 +123,15 @@ fn replay(
         .map(|k| k.restore_all(keep_trying))
         .unwrap_or(0);
     (tasks, knobs)
+}
+
+/// ", and N irq_work thread(s) to their own priority" when N > 0.
+pub fn raised_note(r: usize) -> String {
+    if r == 0 {
+        String::new()
+    } else {
+        format!(", and {r} irq_work thread(s) to their own priority")
+    }
 }
 
 /// The running guardian, as its parent holds it.
@@ -203,7 +222,7 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
             }
             let now_stopped = parent_stopped();
             if now_stopped && !stopped {
-                let (t, k) = replay_all(state_dir, &parent_stopped);
+                let (t, k) = replay_stopped(state_dir, &parent_stopped);
                 eprintln!(
                     "scx_floor-guard: scx_floor is stopped: restored {t} boosted task(s) and {k} kernel knob(s); its server is paused until it continues"
                 );
@@ -212,9 +231,12 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
             }
             stopped = now_stopped;
         }
-        let (t, k) = replay_all(state_dir, &|| true);
-        if t + k > 0 {
-            eprintln!("scx_floor-guard: scx_floor is gone; restored {t} boosted task(s) and {k} kernel knob(s)");
+        let (t, k, r) = replay_all(state_dir, &|| true);
+        if t + k + r > 0 {
+            eprintln!(
+                "scx_floor-guard: scx_floor is gone; restored {t} boosted task(s) and {k} kernel knob(s){}",
+                raised_note(r)
+            );
         }
         // SAFETY: leaving the child without running the parent's destructors.
         unsafe { libc::_exit(0) };

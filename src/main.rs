@@ -285,10 +285,11 @@ fn run(opts: Opts) -> Result<()> {
     let _lock = lock_state_dir(state_dir)?;
 
     // Left over by an scx_floor whose guardian died with it.
-    let (t, k) = guard::replay_all(state_dir, &|| true);
-    if t + k > 0 {
+    let (t, k, r) = guard::replay_all(state_dir, &|| true);
+    if t + k + r > 0 {
         log::warn!(
-            "restored {t} task(s) and {k} knob(s) left boosted/changed by an earlier scx_floor"
+            "restored {t} task(s) and {k} knob(s) left boosted/changed by an earlier scx_floor{}",
+            guard::raised_note(r)
         );
     }
     // Forked while single-threaded; restores everything if we die.

@@ -1208,14 +1208,35 @@ pub fn run(
         view.register_agent(pid)?;
     }
     let knobs = Knobs::open(&knobs_dir(&cfg.state_dir))?;
-    let result = run_servers(&view, &cfg, &knobs, shutdown);
+    let irq_work = boost::IrqWorkRaise::apply(Journal::open(&journal_path(&cfg.state_dir))?);
+    let raised = irq_work.tids();
+    if !raised.is_empty() {
+        info!(
+            "PREEMPT_RT: the {} irq_work/N thread(s) run at SCHED_FIFO {} while scx_floor runs \
+             (restored on exit): they deliver its BPF side's wake-ups, and one preempted by an \
+             RT task inside an RCU read-side section stalls RCU",
+            raised.len(),
+            boost::IRQ_WORK_PRIO
+        );
+    }
+    let result = raised
+        .iter()
+        .try_for_each(|&tid| view.register_agent(tid))
+        .and_then(|()| run_servers(&view, &cfg, &knobs, shutdown));
+    drop(irq_work);
+    if !raised.is_empty() {
+        info!("irq_work/N threads back at their own priority");
+    }
     // Every exit path: knobs back, journal replayed (threads restored their own).
-    let (t, k) = crate::guard::replay_all(&cfg.state_dir, &|| true);
+    let (t, k, r) = crate::guard::replay_all(&cfg.state_dir, &|| true);
     if k > 0 {
         info!("restored {k} kernel knob(s)");
     }
-    if t > 0 {
-        warn!("restored {t} task(s) from the journal");
+    if t + r > 0 {
+        warn!(
+            "restored {t} task(s) from the journal{}",
+            crate::guard::raised_note(r)
+        );
     }
     result?;
     if shutdown.load(Ordering::Relaxed) {

@@ -300,6 +300,13 @@ emu_excess_us() {
 # policy_of PID: its policy as chrt names it (SCHED_OTHER, SCHED_FIFO, ...).
 policy_of() { chrt -p "$1" | awk -F': ' '/policy/ {print $2; exit}'; }
 
+# sched_of PID: its policy and RT priority, "SCHED_FIFO 99".
+sched_of() { chrt -p "$1" | awk -F': ' '/policy/ {p = $2} /priority/ {print p, $2; exit}'; }
+
+# irq_work_tid CPU: the tid of CPU's irq_work kernel thread (PREEMPT_RT
+# only), or nothing.
+irq_work_tid() { pgrep -x "irq_work/$1" | head -1; }
+
 # wait_boosted PID SECS: until PID runs at SCHED_FIFO or SCHED_DEADLINE.
 wait_boosted() {
 	local i

@@ -11,6 +11,11 @@ orig=$(ext_server_runtime 1)
 [ "$orig" != missing ] || fail "no ext_server in debugfs"
 rt_orig=$(cat /proc/sys/kernel/sched_rt_runtime_us)
 [ "$rt_orig" != -1 ] || fail "kernel.sched_rt_runtime_us is -1 already: nothing to test"
+# PREEMPT_RT: irq_work/1, at FIFO 99 while scx_floor runs, is back after
+iw=$(irq_work_tid 1)
+iw0=
+[ -n "$iw" ] && iw0=$(sched_of "$iw")
+iw_back() { [ "$(sched_of "$iw")" = "$iw0" ]; }
 
 for run in KILL TERM KILL-dl; do
 	sig=${run%-dl}
@@ -19,7 +24,9 @@ for run in KILL TERM KILL-dl; do
 	bw0=$(dl_total_bw)
 	start_floor --server-runtime-us 600000 --server-period-us 1000000 "${extra[@]}"
 	if [ "$run" = KILL-dl ]; then
-		[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = -1 ] || fail "sched_rt_runtime_us not -1 with --rt-runtime-unlimited"
+		# set by the policy loop once the scheduler is attached
+		wait_for 3 grep -qx -- -1 /proc/sys/kernel/sched_rt_runtime_us >/dev/null ||
+			fail "sched_rt_runtime_us not -1 with --rt-runtime-unlimited"
 	fi
 	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 	wait_spinning 10 "$n" || fail "the normal task did not start spinning"
@@ -63,6 +70,10 @@ for run in KILL TERM KILL-dl; do
 		case "$pk" in SCHED_FIFO*|SCHED_DEADLINE*) tasks='[1-9][0-9]*';; esac
 		wait_for 3 grep -qE "scx_floor-guard: scx_floor is (exiting|gone); restored $tasks boosted task\(s\) and $knobs kernel knob\(s\)" "$FLOOR_LOG" >/dev/null ||
 			fail "the guardian did not restore the boosted task ($pk after SIG$sig) and all $knobs knobs"
+	fi
+	if [ -n "$iw" ]; then
+		wait_for 3 iw_back >/dev/null || fail "irq_work/1 is $(sched_of "$iw") after SIG$sig, was $iw0"
+		note "irq_work/1 back at $iw0"
 	fi
 	sleep 0.5
 	if pgrep -x scx_floor-guard >/dev/null; then fail "the guardian outlived scx_floor"; fi
