@@ -368,12 +368,13 @@ static __always_inline void starve_close(struct floor_cpu_stat *st, u64 now)
 /*
  * Whether p can run on its current CPU only: pinned, or inside a
  * migrate_disable() section. PREEMPT_RT disables migration in every
- * spinlock_t/rwlock_t section (each also an RCU read-side section). A task
- * switched out in one has p->cpus_ptr narrowed to its CPU
- * (migrate_disable_switch(), kernel/sched/core.c) while p->nr_cpus_allowed
- * keeps its affinity's weight: queued in the shared DSQ, no other CPU may
- * take it, and under an RT hog it starved until RCU stalled (7.3.4-rt:
- * systemd-udevd, preempted holding a lock, 5 s, "RCU CPU stall").
+ * spinlock_t/rwlock_t section (each also an RCU read-side section), and BPF
+ * programs run with it disabled everywhere. A task switched out in one has
+ * p->cpus_ptr narrowed to its CPU (migrate_disable_switch(),
+ * kernel/sched/core.c) while p->nr_cpus_allowed keeps its affinity's weight.
+ * Such tasks come here because user space sets
+ * SCX_OPS_ENQ_MIGRATION_DISABLED; they queue in their CPU's DSQ, where the
+ * server sees them as pinned waiters.
  */
 static __always_inline bool only_this_cpu(const struct task_struct *p)
 {
@@ -474,7 +475,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = scx_bpf_task_cpu(p), idle;
 	u64 slice = cpu_slice(cpu), vtime;
-	bool sleeper = false, reader;
+	bool sleeper = false, reader, migr;
 	struct floor_cpu_stat *st = cpu_stat(cpu);
 	struct rcu_stash *rs;
 
@@ -497,7 +498,8 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	 * A preempted RCU reader queues ahead of any capped sleeper, with its
 	 * own vtime kept aside: it runs within about a slice per CPU, finishes
 	 * its read-side section, and its run is charged to its own vtime as
-	 * usual, so it gets no more than its share over time.
+	 * usual, so it gets no more than its share over time. So does a task
+	 * switched out with migration disabled (on PREEMPT_RT, in a spinlock).
 	 *
 	 * So does a task handed back because a higher class took its CPU
 	 * (SCX_ENQ_REENQ, from the switch hook below) with at least half of
@@ -513,7 +515,9 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	 * queue at every preemption.
 	 */
 	reader = rcu_boost && rcu_reader_preempted(p);
-	if ((reader || ((enq_flags & SCX_ENQ_REENQ) && p->scx.slice >= slice / 2)) &&
+	/* Switched out with migration disabled (see only_this_cpu()). */
+	migr = p->nr_cpus_allowed > 1 && only_this_cpu(p);
+	if ((reader || migr || ((enq_flags & SCX_ENQ_REENQ) && p->scx.slice >= slice / 2)) &&
 	    vtime_before(vtime_now - 2 * slice, vtime)) {
 		rs = bpf_task_storage_get(&rcu_stashes, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (rs) {
@@ -534,8 +538,14 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		 * the CPU's DSQ like any pinned task (the server serves it): in
 		 * the local DSQ it would only be re-enqueued again and again.
 		 */
-		if ((p->flags & PF_KTHREAD) && !(st && st->hi_running)) {
-			/* Per-CPU kthreads (ksoftirqd, kworkers) run first. */
+		if (((p->flags & PF_KTHREAD) || migr) && !(st && st->hi_running)) {
+			/*
+			 * Per-CPU kthreads (ksoftirqd, kworkers) run first, and so
+			 * does a task with migration disabled, as the kernel queues
+			 * it when the scheduler does not ask for it: it holds up
+			 * whatever it disabled migration for. Under a higher class
+			 * it queues in the CPU's DSQ, at the front (above).
+			 */
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
 		} else {
 			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);

@@ -111,7 +111,15 @@ impl<'a> Scheduler<'a> {
         if nr_cpu_ids > max {
             anyhow::bail!("{nr_cpu_ids} possible CPUs; scx_floor is built for at most {max}");
         }
-        skel.struct_ops.floor_ops_mut().exit_dump_len = cfg.exit_dump_len;
+        let ops = skel.struct_ops.floor_ops_mut();
+        ops.exit_dump_len = cfg.exit_dump_len;
+        // Tasks with migration disabled come to ops.enqueue() too (the flag
+        // is 0 on a kernel without it). Without it the kernel puts them on
+        // their CPU's local DSQ itself; there, under an RT hog, the switch
+        // hook's re-enqueue of that DSQ put them straight back, until the
+        // kernel ejected the scheduler ("reenqueued 257 times without
+        // running", CI's t_rcu on 7.3.4), and no server saw them waiting.
+        ops.flags |= *scx_utils::compat::SCX_OPS_ENQ_MIGRATION_DISABLED;
         let ro = skel.maps.rodata_data.as_mut().context("no rodata")?;
         ro.slice_ns = cfg.slice_ns;
         ro.slice_end = cfg.slice_end.bpf_value();
