@@ -8,7 +8,10 @@
 # loaded, the probe's longest gap stays under 1.9 s (1 s guard + 100 ms scan
 # + a slice + emulator; a rescued run lost to a preemption makes it a second
 # wait, >= 2 s), the guard's rescues are counted, and a task that sleeps and
-# wakes among the hogs keeps a max wake-up latency <= 150 ms.
+# wakes among the hogs keeps a max wake-up latency <= 400 ms: observed
+# 62-190 ms, while the bug it catches (vtime_now dragged ahead: every
+# wake-up queued behind all 80 hogs) waits for the guard's rescue, about
+# 1 s (reasoned, not measured).
 source "$(dirname "$0")/lib.sh"
 as_controller
 AB=${AB:-$ROOT/target/release/scx_floor-ab}
@@ -40,8 +43,8 @@ read -r cavg cmax < <(cyclictest_avg_max <"$LOGDIR/starve.cyc")
 note "nice-19 probe behind 80 nice-0 hogs on 2 CPUs: longest wait $max_ms ms, $resc starvation rescues"
 note "a task waking every 10 ms among them: wake-up latency avg $cavg us, max $cmax us"
 figure nice19_longest_wait_ms "$max_ms" "<= 1900"
-figure wakeup_latency_max_us "$cmax" "<= 150000"
+figure wakeup_latency_max_us "$cmax" "<= 400000"
 figure rescues "$resc" "> 0"
-[ "$cmax" -le 150000 ] || fail "a waking task waited $cmax us: vtime_now was dragged ahead?"
+[ "$cmax" -le 400000 ] || fail "a waking task waited $cmax us: vtime_now was dragged ahead?"
 [ "$max_ms" -le 1900 ] || fail "the nice-19 task waited $max_ms ms: a rescued run cut short?"
 [ "$resc" -gt 0 ] || fail "no starvation rescue counted"
