@@ -19,6 +19,8 @@ knobs() { # the knobs the harness may change, as one line
 		"slice=$(cat /sys/kernel/debug/sched/base_slice_ns)"
 }
 leftovers() { pgrep -f 'scx_floor-ab helper' || true; pgrep -x scx_floor || true; }
+none_left() { [ -z "$(leftovers)" ]; }
+knobs_back() { [ "$(knobs)" = "$orig" ]; }
 orig=$(knobs)
 
 expect_err() { # what regex CMD...: fails, says it, changes nothing
@@ -82,9 +84,11 @@ interrupt() { # SIG CONFIG SCENARIO EXIT
 	wait $p; rc=$?
 	[ $rc = "$4" ] || fail "SIG$1 during $3 / $2: exit $rc, want $4"
 	wait_state disabled 20 || fail "SIG$1 during $3 / $2: sched_ext $(scx_state)"
-	sleep 0.5
-	[ "$(knobs)" = "$orig" ] || fail "SIG$1 during $3 / $2: knobs $(knobs), were $orig"
-	[ -z "$(leftovers)" ] || fail "SIG$1 during $3 / $2: processes left: $(leftovers)"
+	# after SIGKILL the children go on their parent-death signals: scx_floor
+	# unloads once its last thread exits, and its guardian then restores (CI
+	# at 219b297 found one still there after 0.5 s and gone when listed)
+	wait_for 5 none_left >/dev/null || fail "SIG$1 during $3 / $2: processes left after 5 s: $(leftovers)"
+	wait_for 5 knobs_back >/dev/null || fail "SIG$1 during $3 / $2: knobs $(knobs), were $orig"
 	note "SIG$1 during $3 / $2: exit $rc, knobs as they were, nothing left running"
 }
 interrupt INT stock-noserver s1 130
