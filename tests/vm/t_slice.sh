@@ -81,7 +81,11 @@ check_slice() {
 	goal=$(awk -v t="$t" -v k=$tol 'BEGIN { printf "%.4f", t / 1000 * k }')
 	pgoal=$(awk -v t="$t" 'BEGIN { printf "%.4f", t / 1000 * 1.5 }')
 	lo=$(awk -v t="$t" 'BEGIN { printf "%.4f", t / 1000 * 0.85 }')
-	ex=$(emu_excess_us $((t * 7 / 8))) || fail "no emulator latency histogram"
+	# the whole latency counts: a slice end is one timer expiry, and in the
+	# slowest emulator on record (CI at beeb2ef, avg 233-350 us) means
+	# overshot by about its average latency, more than a lead absorbing up
+	# to 7/8 of the slice (the former model) allowed
+	ex=$(emu_excess_us 0) || fail "no emulator latency histogram"
 	max=$(awk -v g="$goal" -v x="$ex" 'BEGIN { printf "%.4f", g + x / 1000 }')
 	pmax=$(awk -v g="$pgoal" -v p="$emu_p99" 'BEGIN { printf "%.4f", g + p / 1000 + 1 }')
 	p90max=$(p90_allowance "$t")
@@ -156,7 +160,7 @@ for n in 2 4; do
 	for try in 1 2; do
 		read -r m _ < <(measure $n --latency-us 1000 --min-slice-us 400) || fail "latency mode, $n hogs"
 		# +20%, plus the emulator's excess as for the fixed slices
-		ex=$(emu_excess_us "$(awk -v w=$want 'BEGIN { printf "%d", w * 875 }')") || fail "no emulator latency histogram"
+		ex=$(emu_excess_us 0) || fail "no emulator latency histogram"
 		hi=$(awk -v w=$want -v x="$ex" 'BEGIN { printf "%.4f", w * 1.2 + x / 1000 }')
 		figure "latency_${n}hogs_mean_ms" "$m" "$(awk -v w=$want 'BEGIN { print w * 0.8 }') .. $hi"
 		note "--latency-us 1000 --min-slice-us 400, $n hogs: mean $m ms (want $want +-20%, emulator allows up to $hi)"
