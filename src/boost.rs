@@ -206,9 +206,8 @@ pub fn stat_of(tid: u32) -> Option<(u64, char)> {
 /// (field 2) may hold spaces and parentheses: fields are counted after the
 /// last ')'.
 pub fn parse_stat(s: &str) -> Option<(u64, char)> {
-    let rest = &s[s.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state): field N is f[N - 3]
+    let f = stat_fields(s)?;
+    // f[0] is field 3 (state): field N is f[N - 3]
     let state = f.first()?.chars().next()?;
     let start = f.get(22 - 3)?.parse().ok()?;
     Some((start, state))
@@ -462,17 +461,25 @@ pub fn replay_boosted(j: &Journal) -> usize {
 pub fn replay_raises(j: &Journal) -> usize {
     let mut n = 0;
     for (i, e) in j.raises() {
-        let start = stat_of(e.tid).map(|s| s.0);
-        let now = get_attr(e.tid).ok();
-        if raise_needs_restore(&e, start, now.as_ref()) {
-            match set_attr(e.tid, &restore_attr_of(&e.saved)) {
-                Ok(()) => n += 1,
-                Err(err) => log::warn!("could not restore irq_work thread {}: {err}", e.tid),
-            }
+        match put_back_raise(&e) {
+            Ok(true) => n += 1,
+            Ok(false) => {}
+            Err(err) => log::warn!("could not restore irq_work thread {}: {err}", e.tid),
         }
         j.forget(i);
     }
     n
+}
+
+/// Gives raised thread `e` its own priority back if [`raise_needs_restore`]
+/// says so; returns whether it did. Errors: those of `sched_setattr()`.
+fn put_back_raise(e: &Entry) -> std::io::Result<bool> {
+    let start = stat_of(e.tid).map(|s| s.0);
+    let now = get_attr(e.tid).ok();
+    if !raise_needs_restore(e, start, now.as_ref()) {
+        return Ok(false);
+    }
+    set_attr(e.tid, &restore_attr_of(&e.saved)).map(|()| true)
 }
 
 fn replay_records(j: &Journal, forget_all: bool) -> usize {
@@ -545,10 +552,16 @@ pub fn irq_work_cpu(comm: &str) -> Option<usize> {
     n.parse().ok()
 }
 
+/// The fields of a /proc/PID/stat line from field 3 (state) on: field N is
+/// at index N - 3. Counted after the last ')', since the command name
+/// (field 2) may hold spaces and parentheses.
+fn stat_fields(s: &str) -> Option<Vec<&str>> {
+    Some(s[s.rfind(')')? + 1..].split_whitespace().collect())
+}
+
 /// The kernel flags (field 9) of a /proc/PID/stat line.
 fn parse_stat_flags(s: &str) -> Option<u64> {
-    let rest = &s[s.rfind(')')? + 1..];
-    rest.split_whitespace().nth(9 - 3)?.parse().ok()
+    stat_fields(s)?.get(9 - 3)?.parse().ok()
 }
 
 /// The irq_work/N kernel threads, (cpu, tid) sorted by cpu. PREEMPT_RT runs
@@ -652,13 +665,9 @@ impl Drop for IrqWorkRaise {
             if !mine.contains(&i) {
                 continue;
             }
-            let start = stat_of(e.tid).map(|s| s.0);
-            let now = get_attr(e.tid).ok();
-            if raise_needs_restore(&e, start, now.as_ref()) {
-                if let Err(err) = set_attr(e.tid, &restore_attr_of(&e.saved)) {
-                    log::warn!("could not restore irq_work thread {}: {err}", e.tid);
-                    continue;
-                }
+            if let Err(err) = put_back_raise(&e) {
+                log::warn!("could not restore irq_work thread {}: {err}", e.tid);
+                continue;
             }
             self.journal.forget(i);
         }
