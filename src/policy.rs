@@ -46,7 +46,9 @@ use crate::boost::{self, Entry, Journal, SchedAttr};
 use crate::executor::{End, Executor, StopOnDrop};
 use crate::knobs::{self, Knobs};
 use crate::reach::{reach, Reach};
-use crate::sched::{monotonic_ns, online_cpus, BpfView, HiTask, Scheduler};
+use crate::sched::{
+    housekeeping_of, monotonic_ns, nohz_full_cpus, online_cpus, BpfView, HiTask, Scheduler,
+};
 use crate::server::{Action, CpuServer, Sample, ServerConfig, TaskNow, Waiter, MAX_BOOSTED};
 use crate::slice::{CpuSlice, SliceMode};
 use crate::slicer::SlicerCounts;
@@ -894,13 +896,16 @@ pub fn agent_setup(view: &BpfView, cpus: &[usize]) -> Result<()> {
 /// restores what it boosted.
 ///
 /// Two threads, both SCHED_FIFO 99. The planner (this one: sample, choose,
-/// journal) may run on any online CPU and is placed by the kernel at each
+/// journal) may run on any online housekeeping CPU (not `nohz_full=`; all
+/// online CPUs when every one is) and is placed by the kernel at each
 /// wake-up: a waking RT task whose CPU runs a pinned RT task, or one of
 /// higher or equal priority, goes to the CPU running the lowest-priority
-/// task (`select_task_rq_rt()`/`find_lowest_rq()`, kernel/sched/rt.c), a
-/// CPU no RT task holds whenever there is one. Its steps cost 1-6 ms under
-/// TCG and were, when it ran on the served CPU, the RT task's longest gaps
-/// (S0). The executor (`executor.rs`), pinned to the served CPU, makes the
+/// task (`select_task_rq_rt()`/`find_lowest_rq()`, kernel/sched/rt.c). That
+/// is a CPU no RT task holds only while there is one: on PREEMPT_RT with
+/// `irqaffinity=0`, CPU 0 often runs a FIFO 50 interrupt thread, and a
+/// nohz_full CPU under an RR 25 hog is then the lowest. Its steps cost
+/// 1-6 ms under TCG and were, when it ran on the served CPU, the RT task's
+/// longest gaps (S0). The executor (`executor.rs`), pinned to the served CPU, makes the
 /// SCHED_FIFO boosts there and ends them by a local timer. In kernel-cut and
 /// DEADLINE-only modes the kernel ends boosts and there is no executor.
 #[allow(clippy::too_many_arguments)]
@@ -916,7 +921,7 @@ fn serve_cpu(
     dl_ok: bool,
 ) -> Result<()> {
     let online = online_cpus()?;
-    agent_setup(view, &online)?;
+    agent_setup(view, &housekeeping_of(&online, &nohz_full_cpus()))?;
     let exec = Executor::default();
     let with_exec = cfg.boost_mode != BoostMode::Deadline;
     std::thread::scope(|s| -> Result<()> {
@@ -1050,9 +1055,11 @@ fn plan_cpu(
         if hp != hotplug_seen {
             hotplug_seen = hp;
             a.online = view.online_cpus().unwrap_or_else(|_| a.online.clone());
-            // The planner may run on any online CPU, a new one included.
-            if let Err(e) = pin_thread(0, &a.online) {
-                warn!("CPU {cpu}'s planner: pinning to CPUs {:?}: {e}", a.online);
+            // The planner may run on any online housekeeping CPU, a new one
+            // included.
+            let hk = housekeeping_of(&a.online, &nohz_full_cpus());
+            if let Err(e) = pin_thread(0, &hk) {
+                warn!("CPU {cpu}'s planner: pinning to CPUs {hk:?}: {e}");
             }
             if let Some(ex) = a.exec {
                 let tid = ex.tid.load(Ordering::Relaxed);

@@ -59,6 +59,33 @@ pub fn online_cpus() -> Result<Vec<usize>> {
     scx_utils::read_cpulist(s.trim())
 }
 
+/// The CPUs booted `nohz_full=` (`/sys/devices/system/cpu/nohz_full`): none
+/// when the file is missing, empty or reads "(null)" (the kernel's text when
+/// no CPU is nohz_full).
+pub fn nohz_full_cpus() -> Vec<usize> {
+    std::fs::read_to_string("/sys/devices/system/cpu/nohz_full")
+        .ok()
+        .and_then(|s| scx_utils::read_cpulist(s.trim()).ok())
+        .unwrap_or_default()
+}
+
+/// The housekeeping CPUs among `online`: those not in `nohz_full`, as the
+/// kernel's own housekeeping (unbound workqueues, timers, RCU callbacks)
+/// moves off `nohz_full=` CPUs. `online` itself when every online CPU is
+/// nohz_full, so that the result is never empty while `online` is not.
+pub fn housekeeping_of(online: &[usize], nohz_full: &[usize]) -> Vec<usize> {
+    let hk: Vec<usize> = online
+        .iter()
+        .copied()
+        .filter(|c| !nohz_full.contains(c))
+        .collect();
+    if hk.is_empty() {
+        online.to_vec()
+    } else {
+        hk
+    }
+}
+
 /// A loaded and attached scx_floor.
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
@@ -494,5 +521,23 @@ impl Drop for Scheduler<'_> {
         if self.link.take().is_some() {
             info!("scx_floor detached");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::housekeeping_of;
+
+    #[test]
+    fn housekeeping_leaves_out_nohz_full_cpus() {
+        assert_eq!(housekeeping_of(&[0, 1, 2, 3], &[1, 3]), vec![0, 2]);
+        assert_eq!(housekeeping_of(&[0, 1], &[]), vec![0, 1]);
+        // a nohz_full CPU that is offline changes nothing
+        assert_eq!(housekeeping_of(&[0, 1], &[5]), vec![0, 1]);
+    }
+
+    #[test]
+    fn housekeeping_is_never_empty() {
+        assert_eq!(housekeeping_of(&[1, 2], &[1, 2]), vec![1, 2]);
     }
 }
