@@ -1,7 +1,7 @@
 #!/bin/bash
 # Bad input gets a clear message, a non-zero exit code, and changes nothing:
-# flags out of range, not root, a kernel without sched_ext, another BPF
-# scheduler already loaded.
+# flags out of range, not root, a kernel without sched_ext, a kernel booted
+# with isolcpus=, another BPF scheduler already loaded.
 source "$(dirname "$0")/lib.sh"
 
 # expect_err "what" "message regex" CMD...: CMD fails, says the message, and
@@ -52,6 +52,12 @@ expect_err "--rt-runtime-unlimited, not root" "must run as root" setpriv --reuid
 expect_err "not root" "must run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$FLOOR"
 # A kernel without sched_ext: hide /sys/kernel/sched_ext in a private mount namespace.
 expect_err "no sched_ext" "no sched_ext" unshare -m sh -c "mount -t tmpfs none /sys/kernel && exec $FLOOR"
+# A kernel booted with isolcpus= domain isolation, which sched_ext refuses:
+# a /proc/cmdline of its own in a private mount namespace (scx_floor reads
+# the flag there, before it changes anything).
+echo "$(cat /proc/cmdline) isolcpus=1" >"$LOGDIR/cmdline.isolcpus"
+expect_err "isolcpus=1" "booted with 'isolcpus=1'.*use nohz_full=" \
+	unshare -m sh -c "mount --bind $LOGDIR/cmdline.isolcpus /proc/cmdline && exec $FLOOR"
 
 start_floor
 first=$(cat $SCX/root/ops)
