@@ -54,10 +54,11 @@ expect_err "not root" "must run as root" setpriv --reuid=65534 --regid=65534 --c
 expect_err "no sched_ext" "no sched_ext" unshare -m sh -c "mount -t tmpfs none /sys/kernel && exec $FLOOR"
 # A kernel booted with isolcpus= domain isolation, which sched_ext refuses:
 # a /proc/cmdline of its own in a private mount namespace (scx_floor reads
-# the flag there, before it changes anything).
+# the flag there, before it changes anything). Bounded: an scx_floor that
+# missed the flag would load and run on, and exit 0 on the SIGINT.
 echo "$(cat /proc/cmdline) isolcpus=1" >"$LOGDIR/cmdline.isolcpus"
 expect_err "isolcpus=1" "booted with 'isolcpus=1'.*use nohz_full=" \
-	unshare -m sh -c "mount --bind $LOGDIR/cmdline.isolcpus /proc/cmdline && exec $FLOOR"
+	timeout -s INT 30 unshare -m sh -c "mount --bind $LOGDIR/cmdline.isolcpus /proc/cmdline && exec $FLOOR"
 
 start_floor
 first=$(cat $SCX/root/ops)
