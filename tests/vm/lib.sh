@@ -392,7 +392,10 @@ goal() {
 # normal task spinning there, then a POL (fifo|rr) PRIO hog; prints "normal
 # hog first" (ms/s of each over an exact 6 s window starting 0.5 s after the
 # hog spins, and ms from the hog's start to the normal task's first run
-# after it, "inf" if none within 3 s). Both are killed after.
+# after it, "inf" if none within 3 s). Both are killed after; a command
+# named by S1_WHILE_HOG runs first, while the hog still holds the CPU (in
+# s1_measure's shell: a subshell when called as < <(s1_measure ...), so it
+# reports through files).
 s1_measure() {
 	local n h first normal hog
 	n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
@@ -401,6 +404,7 @@ s1_measure() {
 	first=$(first_service_ms "$n" 3)
 	sleep 0.5
 	read -r normal hog < <(ms_per_s_of 6 "$n" "$h")
+	[ -z "${S1_WHILE_HOG:-}" ] || "$S1_WHILE_HOG"
 	kill -KILL "$h" "$n" 2>/dev/null
 	wait "$n" 2>/dev/null
 	[ -n "$hog" ] || { echo "s1_measure: could not read the tasks' schedstat" >&2; return 1; }

@@ -19,20 +19,37 @@ orig=$(ext_server_runtime 1)
 rt_orig=$(cat /proc/sys/kernel/sched_rt_runtime_us)
 [ "$rt_orig" != -1 ] || fail "kernel.sched_rt_runtime_us is -1 already: the default case cannot be tested"
 
+# while_hog: what must hold while the hog runs, read before s1_measure
+# kills it: a period after the hog is gone the planner goes back to
+# SCHED_FIFO boosts, takes the budget back from the ext_server (runtime 0)
+# and a server table printed then says "fifo" (CI at 5714dac, RT boot).
+while_hog() {
+	ext_server_runtime 1 >"$LOGDIR/fifo99.ext"
+	wc -l <"$FLOOR_LOG" >"$LOGDIR/fifo99.nlog"
+}
+S1_WHILE_HOG=while_hog
+
 for mode in default unlimited; do
 	extra=()
 	[ $mode = unlimited ] && extra=(--rt-runtime-unlimited)
 	start_floor --stats 2 "${extra[@]}"
 	seq0=$(enable_seq)
+	rm -f "$LOGDIR"/fifo99.*
 	read -r normal hog first < <(s1_measure fifo 99) || fail "S1 measurement failed"
+	nlog=$(cat "$LOGDIR/fifo99.nlog") ext_now=$(cat "$LOGDIR/fifo99.ext")
+	# while the hog ran, the planner never went back to SCHED_FIFO boosts
+	# (they cannot preempt it: each return would be a starvation of
+	# HANDOFF_AFTER_NS more before the next hand-off)
+	backs=$(head -n "$nlog" "$FLOOR_LOG" | grep -c "SCHED_FIFO boosts serve the CPU again")
+	figure "${mode}_returns_to_fifo" "$backs" "== 0"
+	[ "$backs" = 0 ] || fail "FIFO 99, $mode: the planner went back to SCHED_FIFO boosts $backs time(s) while the hog ran"
 	assert_not_ejected "$seq0" "FIFO 99, $mode"
 	if [ $mode = default ]; then
-		ext_now=$(ext_server_runtime 1)
 		[ "$ext_now" = 50000000 ] || fail "ext_server runtime $ext_now while it serves CPU 1 (want scx_floor's 50000000)"
 	fi
 	stop_floor || fail "scx_floor exit code $?"
 	note "FIFO 99 hog, $mode sysctls: normal $normal ms/s, hog $hog ms/s, first service after $first ms"
-	by=$(awk '/^server:/ {t = 1; next} t && $1 == 1 {print $NF; t = 0}' "$FLOOR_LOG" | tail -1)
+	by=$(head -n "$nlog" "$FLOOR_LOG" | awk '/^server:/ {t = 1; next} t && $1 == 1 {print $NF; t = 0}' | tail -1)
 	figure "${mode}_normal_ms_per_s" "$normal" ">= 40"
 	figure "${mode}_hog_ms_per_s" "$hog" ">= 915"
 	goal "normal >= 47.5 ms/s:" "$normal" ge "$normal" 47.5
