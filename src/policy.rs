@@ -905,8 +905,8 @@ pub fn agent_setup(view: &BpfView, cpus: &[usize]) -> Result<()> {
 /// `irqaffinity=0`, CPU 0 often runs a FIFO 50 interrupt thread, and a
 /// nohz_full CPU under an RR 25 hog is then the lowest. Its steps cost
 /// 1-6 ms under TCG and were, when it ran on the served CPU, the RT task's
-/// longest gaps (S0). The executor (`executor.rs`), pinned to the served CPU, makes the
-/// SCHED_FIFO boosts there and ends them by a local timer. In kernel-cut and
+/// longest gaps (S0). The executor (`executor.rs`), pinned to the served
+/// CPU, makes the SCHED_FIFO boosts there and ends them by a local timer. In kernel-cut and
 /// DEADLINE-only modes the kernel ends boosts and there is no executor.
 #[allow(clippy::too_many_arguments)]
 fn serve_cpu(

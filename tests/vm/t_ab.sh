@@ -5,8 +5,7 @@
 # SIGINT and SIGTERM mid-run stop the hogs and scx_floor and restore the
 # knobs; the harness's S1 and S2 figures agree with measurements by hand
 # (docs/scenarios.md: schedstat of a normal task under an RR hog, 6 s, within
-# one fair_server burst per window; of two
-# hogs sharing a CPU, 5 s).
+# one fair_server burst per window; of two hogs sharing a CPU, 5 s).
 source "$(dirname "$0")/lib.sh"
 AB=${AB:-$ROOT/target/release/scx_floor-ab}
 OUT=$LOGDIR/ab.$$
@@ -103,22 +102,23 @@ h=$(rt_hog $CPU rr 25 20) || fail "no hog"
 sleep 0.5
 hand=$(ms_per_s "$n" 6)
 kill -KILL "$h" "$n" 2>/dev/null
-ab=$(jq -r '.rows[] | select(.scenario == "s1" and .config == "stock") | .value' "$J")
-abw=$(jq -r '.rows[] | select(.scenario == "s1" and .config == "stock") | .raw.window_s | .[1] - .[0]' "$J")
+s1row='.rows[] | select(.scenario == "s1" and .config == "stock")'
+ab=$(jq -r "$s1row | .value" "$J")
+abw=$(jq -r "$s1row | .raw.window_s | .[1] - .[0]" "$J")
 # The fair_server serves in one 50 ms burst per 1 s period, and a window can
 # hold one burst more or less than its length in periods (the quick run's
 # 3 s window read 37.2 ms/s once in CI, two bursts and a part, against 52.7
 # by hand over 6 s). So the two may differ by one burst in each window, plus
-# 2 ms/s. A harness that misreads the task's CPU time (0
-# ms/s from a lagging schedstat on a nohz_full CPU, before it used perf
-# task-clock counters) is still ~50 ms/s off.
+# 2 ms/s. A harness that misreads the task's CPU time (0 ms/s from a lagging
+# schedstat on a nohz_full CPU, before it used perf task-clock counters) is
+# still ~50 ms/s off.
 tol=$(awk -v w="$abw" 'BEGIN { printf "%.1f", 50 / w + 50 / 6 + 2 }')
 note "S1 stock: by hand $hand ms/s (6 s), harness $ab ms/s ($abw s window); allowed difference $tol"
 figure s1_stock_hand_minus_harness_ms_per_s "$(awk -v a="$hand" -v b="$ab" 'BEGIN { printf "%.1f", a - b }')" "+-$tol"
 if ! awk -v a="$hand" -v b="$ab" -v t="$tol" 'BEGIN { d = a - b; exit !(d < t && d > -t) }'; then
 	# the harness's samples (s, the normal task's ms since its start):
 	# where its bursts fell
-	jq -r '.rows[] | select(.scenario == "s1" and .config == "stock") | .raw.samples_t_s_normal_ms_rt_ms
+	jq -r "$s1row"' | .raw.samples_t_s_normal_ms_rt_ms
 		| map("\(.[0] * 10 | round / 10) \(.[1] | round)") | join(", ")' "$J" | fold -w 100 | sed 's/^/    /'
 	fail "S1 by hand ($hand ms/s) and the harness ($ab ms/s) differ by $tol ms/s or more"
 fi
