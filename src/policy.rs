@@ -43,6 +43,7 @@ use log::{debug, info, warn};
 use scx_utils::UserExitInfo;
 
 use crate::boost::{self, Entry, Journal, SchedAttr};
+use crate::bpf_intf::floor_waiter as BpfWaiter;
 use crate::executor::{End, Executor, StopOnDrop};
 use crate::knobs::{self, Knobs};
 use crate::reach::{reach, Reach};
@@ -122,6 +123,8 @@ struct BoostCounts {
     steps: u64,
     step_ns: u64,
     step_max_ns: u64,
+    /// runnable tasks found on the CPU that the waiters map lacked
+    lost_found: u64,
 }
 
 /// How long a boost posted to the executor may wait to be taken, ns.
@@ -149,13 +152,108 @@ fn all_allowed_hogged(tid: u32, hi: &BTreeMap<usize, bool>) -> bool {
         .all(|(cpu, hogged)| *hogged || !unsafe { libc::CPU_ISSET(*cpu, &set) })
 }
 
+/// How often a planner whose CPU starves looks through /proc for runnable
+/// normal tasks there that the waiters map lacks ([`runnable_on`]), ns: a
+/// task lost to the map waits at most this long for its first boost.
+const PROC_SCAN_EVERY_NS: u64 = 1_000_000_000;
+
+/// The normal tasks (SCHED_OTHER, BATCH, IDLE, EXT) that /proc shows
+/// runnable (state R) on `cpu` (field 39): there they wait, as the CPU is
+/// held by a higher class. As waiters (tid, entry), pinned (a task the
+/// dispatcher did not move away, in a migrate-disabled section or queued on
+/// the CPU, can only be served there): weight from nice (field 19) by the
+/// kernel's ratio of about 1.25 per nice level (the sched_prio_to_weight
+/// table, kernel/sched/core.c), scaled to 100 at nice 0 as sched_ext's
+/// `p->scx.weight` is; kthread from the flags (field 9); start time (field
+/// 22). The map cannot be the only source: on 7.3.4-rt the kernel took
+/// tasks out of scx_floor's DSQs through `ops.dequeue()` (from its
+/// sched_ext_helper kthread) and left them queued on the CPU with no
+/// `ops.enqueue()`; they were never boosted again, and a task in an RCU
+/// read-side section among them stalled RCU until the kernel ejected the
+/// scheduler 21 s later.
+fn runnable_on(cpu: usize) -> Vec<(u32, BpfWaiter)> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut v = Vec::new();
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        // A process of one thread (most are) is read once: its /proc/PID/stat
+        // is its thread's, and num_threads (field 20) says so.
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if stat_field(&stat, 20) == Some("1") {
+            if let Some(w) = parse_runnable_waiter(&stat, cpu) {
+                v.push((pid, w));
+            }
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")) else {
+                continue;
+            };
+            if let Some(w) = parse_runnable_waiter(&stat, cpu) {
+                v.push((tid, w));
+            }
+        }
+    }
+    v
+}
+
+/// Field `n` (numbered as in proc(5)) of a /proc/PID/stat line; the command
+/// name (field 2) may hold spaces and ')', so fields are counted after the
+/// last ')'.
+fn stat_field(stat: &str, n: usize) -> Option<&str> {
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(n.checked_sub(3)?)
+}
+
+/// A /proc/PID/stat line as a waiter on `cpu` (see [`runnable_on`]), or None
+/// when the task is not a runnable normal task last on `cpu`.
+fn parse_runnable_waiter(stat: &str, cpu: usize) -> Option<BpfWaiter> {
+    if stat_field(stat, 3)? != "R" {
+        return None;
+    }
+    let f: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    let field = |n: usize| f.get(n - 3).copied();
+    let policy: u32 = field(41)?.parse().ok()?;
+    if field(39)?.parse::<usize>().ok()? != cpu || !matches!(policy, 0 | 3 | 5 | 7) {
+        return None;
+    }
+    let nice: i32 = field(19)?.parse().ok()?;
+    let flags: u64 = field(9)?.parse().ok()?;
+    Some(BpfWaiter {
+        since_ns: monotonic_ns(),
+        cpu: cpu as u32,
+        weight: (100.0 / 1.25f64.powi(nice)).round().clamp(1.0, 10000.0) as u32,
+        pinned: 1,
+        kthread: u32::from(flags & 0x0020_0000 != 0),
+        start_ticks: field(22)?.parse().ok()?,
+    })
+}
+
 /// The tasks starving on `cpu`, oldest first; their start times (clock
-/// ticks) go into `starts`. `online`: the CPUs online.
+/// ticks) go into `starts`. `online`: the CPUs online. Besides the waiters
+/// map, the runnable normal tasks /proc shows on `cpu` at most every
+/// [`PROC_SCAN_EVERY_NS`] (`last_scan_ns`); those the map lacked are added
+/// to it and counted in `lost_found`.
 fn waiters_of(
     cpu: usize,
     view: &BpfView,
     online: &[usize],
     starts: &mut HashMap<u32, u64>,
+    lost_found: &mut u64,
+    last_scan_ns: &mut u64,
 ) -> Vec<Waiter> {
     let mut hi = BTreeMap::new();
     for &c in online {
@@ -164,12 +262,29 @@ fn waiters_of(
     if !hi.get(&cpu).copied().unwrap_or(false) {
         return Vec::new();
     }
+    let mut listed = view.waiters();
+    let now = monotonic_ns();
+    if now.saturating_sub(*last_scan_ns) >= PROC_SCAN_EVERY_NS {
+        *last_scan_ns = now;
+        let lost: Vec<(u32, BpfWaiter)> = runnable_on(cpu)
+            .into_iter()
+            .filter(|(tid, _)| !listed.iter().any(|(t, _)| t == tid))
+            .collect();
+        if !lost.is_empty() {
+            debug!("cpu {cpu}: runnable here but not in the waiters: {lost:?}");
+            *lost_found += lost.len() as u64;
+            for (tid, w) in &lost {
+                view.add_waiter(*tid, w);
+            }
+            listed.extend(lost);
+        }
+    }
     // Kernel threads first (a per-CPU kworker or ksoftirqd that waits
     // behind dozens of user tasks delays RCU callbacks and workqueues for
     // the whole machine; not measured to matter yet), then the longest
     // waiting.
     let mut v: Vec<((bool, u64), Waiter)> = Vec::new();
-    for (tid, w) in view.waiters() {
+    for (tid, w) in listed {
         if w.cpu as usize != cpu {
             continue;
         }
@@ -216,6 +331,8 @@ struct CpuAgent<'v> {
     online: Vec<usize>,
     /// the last step asked for a second look at once (see `step`)
     looked_again: bool,
+    /// the last look through /proc for waiters the map lacks, ns
+    last_scan_ns: u64,
     /// makes the SCHED_FIFO boosts on the served CPU itself (None: in
     /// kernel-cut and DEADLINE-only modes, where the kernel ends boosts)
     exec: Option<&'v Executor>,
@@ -495,9 +612,10 @@ impl<'v> CpuAgent<'v> {
         let online = &self.online;
         let (was_started, was_end) = (self.server.started(), self.server.period_end_ns());
         let mut starts = HashMap::new();
-        let st = self
-            .server
-            .step(&s, task, || waiters_of(cpu, view, online, &mut starts));
+        let (lost_found, last_scan) = (&mut self.counts.lost_found, &mut self.last_scan_ns);
+        let st = self.server.step(&s, task, || {
+            waiters_of(cpu, view, online, &mut starts, lost_found, last_scan)
+        });
         if self.server.started() != was_started
             || (was_started && self.server.period_end_ns() != was_end)
         {
@@ -756,6 +874,7 @@ impl<'v> CpuAgent<'v> {
             step_max_us: self.counts.step_max_ns as f64 / 1e3,
             debt_us: self.server.debt_ns() as f64 / 1e3,
             by: self.reach.name(),
+            lost_found: self.counts.lost_found,
         }
     }
 }
@@ -1004,6 +1123,7 @@ fn plan_cpu(
             .collect(),
         online,
         looked_again: false,
+        last_scan_ns: 0,
         exec,
         exec_ids: HashMap::new(),
         posted: Vec::new(),
@@ -1034,7 +1154,7 @@ fn plan_cpu(
     // Warm up the paths a step takes (the BPF map lookup, /proc, the journal
     // pages, sched_*attr): their first call costs milliseconds in a VM (cold
     // page cache, first faults), and the first activation must not.
-    let _ = waiters_of(cpu, view, &a.online, &mut HashMap::new());
+    let _ = waiters_of(cpu, view, &a.online, &mut HashMap::new(), &mut 0, &mut 0);
     // SAFETY: plain syscall.
     let _ = boost::stat_of(unsafe { libc::gettid() } as u32);
     let _ = boost::get_attr(0);
@@ -1518,6 +1638,47 @@ pub fn check_cpus(want: &[usize], online: &[usize]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A /proc/PID/stat line: `comm`, state, flags (field 9), nice (19),
+    /// start (22), processor (39), policy (41).
+    fn stat_line(
+        comm: &str,
+        state: char,
+        flags: u64,
+        nice: i32,
+        cpu: usize,
+        policy: u32,
+    ) -> String {
+        let mut f: Vec<String> = (3..=52).map(|_| "0".to_string()).collect();
+        f[0] = state.to_string();
+        f[9 - 3] = flags.to_string();
+        f[19 - 3] = nice.to_string();
+        f[22 - 3] = "4242".into();
+        f[39 - 3] = cpu.to_string();
+        f[41 - 3] = policy.to_string();
+        format!("1234 ({comm}) {}", f.join(" "))
+    }
+
+    #[test]
+    fn runnable_waiter_from_proc_stat() {
+        let w = parse_runnable_waiter(&stat_line("a b) c", 'R', 0, 0, 1, 0), 1).unwrap();
+        assert_eq!(
+            (w.cpu, w.weight, w.kthread, w.start_ticks),
+            (1, 100, 0, 4242)
+        );
+        // nice 19 and -20 by the kernel's ratio (sched_prio_to_weight 15 and
+        // 88761 of 1024 at nice 0: 1.5 and 8668 in sched_ext's scale)
+        let w = parse_runnable_waiter(&stat_line("k", 'R', 0x0020_0040, 19, 1, 0), 1).unwrap();
+        assert_eq!((w.weight, w.kthread), (1, 1));
+        let w = parse_runnable_waiter(&stat_line("n", 'R', 0, -20, 1, 3), 1).unwrap();
+        assert!((8600..=8700).contains(&w.weight), "{}", w.weight);
+        // sleeping, another CPU, RT and DEADLINE policies: not waiters here
+        assert!(parse_runnable_waiter(&stat_line("s", 'S', 0, 0, 1, 0), 1).is_none());
+        assert!(parse_runnable_waiter(&stat_line("o", 'R', 0, 0, 0, 0), 1).is_none());
+        assert!(parse_runnable_waiter(&stat_line("f", 'R', 0, 0, 1, 1), 1).is_none());
+        assert!(parse_runnable_waiter(&stat_line("d", 'R', 0, 0, 1, 6), 1).is_none());
+        assert!(parse_runnable_waiter("garbage", 1).is_none());
+    }
 
     #[test]
     fn handoff_look_only_while_starving() {

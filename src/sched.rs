@@ -436,6 +436,19 @@ impl BpfView {
     }
 
     /// Drops a stale `waiters` entry.
+    /// Lists `tid` in the waiters map as `w` (a task found waiting that the
+    /// map lacked); it leaves the map when it runs, as any waiter.
+    pub fn add_waiter(&self, tid: u32, w: &Waiter) {
+        // SAFETY: Waiter is plain data (bindgen of struct floor_waiter).
+        let v = unsafe {
+            std::slice::from_raw_parts(
+                (w as *const Waiter).cast::<u8>(),
+                std::mem::size_of::<Waiter>(),
+            )
+        };
+        let _ = self.waiters.update(&tid.to_ne_bytes(), v, MapFlags::ANY);
+    }
+
     pub fn forget_waiter(&self, tid: u32) {
         let _ = self.waiters.delete(&tid.to_ne_bytes());
     }

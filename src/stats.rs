@@ -425,17 +425,20 @@ pub struct ServerRow {
     /// budget while a task no boost can preempt holds the CPU), "none"
     /// (nothing can preempt it: not served)
     pub by: &'static str,
+    /// runnable normal tasks found on the CPU through /proc that the BPF
+    /// waiters map lacked (see `runnable_on()` in policy.rs)
+    pub lost_found: u64,
 }
 
 /// The server table of `--stats`: one line per served CPU.
 pub fn format_server_table(rows: &[ServerRow]) -> String {
     let mut s = String::from(
         "server: cpu periods delivered_ms boosted_ms boosts_dl boosts_fifo failed handed_over \
-         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us debt_us by\n",
+         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us debt_us by lost_found\n",
     );
     for r in rows {
         s += &format!(
-            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1} {:>7.1} {:>4}\n",
+            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1} {:>7.1} {:>4} {:>10}\n",
             r.cpu,
             r.periods,
             r.delivered_ms,
@@ -451,7 +454,8 @@ pub fn format_server_table(rows: &[ServerRow]) -> String {
             r.step_mean_us,
             r.step_max_us,
             r.debt_us,
-            r.by
+            r.by,
+            r.lost_found
         );
     }
     s
