@@ -49,7 +49,7 @@ for mode in default unlimited; do
 	fi
 	stop_floor || fail "scx_floor exit code $?"
 	note "FIFO 99 hog, $mode sysctls: normal $normal ms/s, hog $hog ms/s, first service after $first ms"
-	by=$(head -n "$nlog" "$FLOOR_LOG" | awk '/^server:/ {t = 1; next} t && $1 == 1 {print $NF; t = 0}' | tail -1)
+	by=$(head -n "$nlog" "$FLOOR_LOG" | awk '/^server:/ {for (i = 2; i <= NF; i++) if ($i == "by") c = i - 1; t = 1; next} t && $1 == 1 {print $c; t = 0}' | tail -1)
 	figure "${mode}_normal_ms_per_s" "$normal" ">= 40"
 	figure "${mode}_hog_ms_per_s" "$hog" ">= 915"
 	goal "normal >= 47.5 ms/s:" "$normal" ge "$normal" 47.5
