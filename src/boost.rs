@@ -28,6 +28,12 @@ pub const SCHED_FIFO: u32 = 1;
 pub const SCHED_RR: u32 = 2;
 /// see [`SCHED_OTHER`]
 pub const SCHED_DEADLINE: u32 = 6;
+/// The policies sched_ext schedules (`SCHED_OTHER`, `SCHED_BATCH` 3,
+/// `SCHED_IDLE` 5, `SCHED_EXT` 7; include/uapi/linux/sched.h): a task at
+/// one of them is a normal task.
+pub fn is_normal_policy(policy: u32) -> bool {
+    matches!(policy, 0 | 3 | 5 | 7)
+}
 /// Children of a boosted task start at their parent's original policy.
 pub const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
 /// The highest RT priority scx_floor boosts to: 99 is kept for its own loop.
@@ -532,7 +538,7 @@ pub fn journal_before_boost(j: &Journal, i: usize, tid: u32, start: Option<u64>)
 pub const IRQ_WORK_PRIO: u32 = 99;
 
 /// `PF_KTHREAD` (include/linux/sched.h): the task is a kernel thread.
-const PF_KTHREAD: u64 = 0x0020_0000;
+pub const PF_KTHREAD: u64 = 0x0020_0000;
 
 /// Whether a raised thread found in the journal must be put back: the same
 /// task (same start time), still at exactly the SCHED_FIFO [`IRQ_WORK_PRIO`]
@@ -555,7 +561,7 @@ pub fn irq_work_cpu(comm: &str) -> Option<usize> {
 /// The fields of a /proc/PID/stat line from field 3 (state) on: field N is
 /// at index N - 3. Counted after the last ')', since the command name
 /// (field 2) may hold spaces and parentheses.
-fn stat_fields(s: &str) -> Option<Vec<&str>> {
+pub fn stat_fields(s: &str) -> Option<Vec<&str>> {
     Some(s[s.rfind(')')? + 1..].split_whitespace().collect())
 }
 

@@ -185,7 +185,7 @@ fn runnable_on(cpu: usize) -> Vec<(u32, BpfWaiter)> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        if stat_field(&stat, 20) == Some("1") {
+        if boost::stat_fields(&stat).and_then(|f| f.get(20 - 3).copied()) == Some("1") {
             if let Some(w) = parse_runnable_waiter(&stat, cpu) {
                 v.push((pid, w));
             }
@@ -209,25 +209,15 @@ fn runnable_on(cpu: usize) -> Vec<(u32, BpfWaiter)> {
     v
 }
 
-/// Field `n` (numbered as in proc(5)) of a /proc/PID/stat line; the command
-/// name (field 2) may hold spaces and ')', so fields are counted after the
-/// last ')'.
-fn stat_field(stat: &str, n: usize) -> Option<&str> {
-    stat[stat.rfind(')')? + 1..]
-        .split_whitespace()
-        .nth(n.checked_sub(3)?)
-}
-
 /// A /proc/PID/stat line as a waiter on `cpu` (see [`runnable_on`]), or None
 /// when the task is not a runnable normal task last on `cpu`.
 fn parse_runnable_waiter(stat: &str, cpu: usize) -> Option<BpfWaiter> {
-    if stat_field(stat, 3)? != "R" {
-        return None;
-    }
-    let f: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    let f = boost::stat_fields(stat)?;
     let field = |n: usize| f.get(n - 3).copied();
-    let policy: u32 = field(41)?.parse().ok()?;
-    if field(39)?.parse::<usize>().ok()? != cpu || !matches!(policy, 0 | 3 | 5 | 7) {
+    if field(3)? != "R"
+        || field(39)?.parse::<usize>().ok()? != cpu
+        || !boost::is_normal_policy(field(41)?.parse().ok()?)
+    {
         return None;
     }
     let nice: i32 = field(19)?.parse().ok()?;
@@ -237,7 +227,7 @@ fn parse_runnable_waiter(stat: &str, cpu: usize) -> Option<BpfWaiter> {
         cpu: cpu as u32,
         weight: (100.0 / 1.25f64.powi(nice)).round().clamp(1.0, 10000.0) as u32,
         pinned: 1,
-        kthread: u32::from(flags & 0x0020_0000 != 0),
+        kthread: u32::from(flags & boost::PF_KTHREAD != 0),
         start_ticks: field(22)?.parse().ok()?,
     })
 }

@@ -435,7 +435,6 @@ impl BpfView {
         }
     }
 
-    /// Drops a stale `waiters` entry.
     /// Lists `tid` in the waiters map as `w` (a task found waiting that the
     /// map lacked); it leaves the map when it runs, as any waiter.
     pub fn add_waiter(&self, tid: u32, w: &Waiter) {
@@ -449,6 +448,7 @@ impl BpfView {
         let _ = self.waiters.update(&tid.to_ne_bytes(), v, MapFlags::ANY);
     }
 
+    /// Drops a stale `waiters` entry.
     pub fn forget_waiter(&self, tid: u32) {
         let _ = self.waiters.delete(&tid.to_ne_bytes());
     }
