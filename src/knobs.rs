@@ -108,7 +108,9 @@ impl Knobs {
                 BUSY_RETRY_MS / 1000
             );
         }
-        let give_up = std::time::Instant::now() + std::time::Duration::from_millis(BUSY_RETRY_MS);
+        let t0 = std::time::Instant::now();
+        let give_up = t0 + std::time::Duration::from_millis(BUSY_RETRY_MS);
+        let waited = !busy.is_empty();
         while !busy.is_empty() && std::time::Instant::now() < give_up && keep_trying() {
             std::thread::sleep(std::time::Duration::from_millis(50));
             busy.retain(|e| match restore_one(e) {
@@ -119,6 +121,12 @@ impl Knobs {
                 Restored::Busy => true,
                 Restored::No => false,
             });
+        }
+        if waited && busy.is_empty() {
+            log::info!(
+                "the kernel took the refused knob(s) back after {} ms",
+                t0.elapsed().as_millis()
+            );
         }
         for e in busy {
             log::warn!(
