@@ -494,12 +494,18 @@ impl<'v> CpuAgent<'v> {
                 // Keep the journal record: the exit path (or the guardian)
                 // replays it. The slot stays taken.
                 warn!("restoring task {tid}: {err} (kept in the journal)");
-                self.view.boosted_del(tid);
+                if !self.boosted.contains_key(&tid) {
+                    self.view.boosted_del(tid);
+                }
                 return;
             }
         }
         self.journal.forget(slot);
-        self.view.boosted_del(tid);
+        // a restore booked late (the executor's) may follow a new boost of
+        // the same task: its BPF entry then names the new slot
+        if !self.boosted.contains_key(&tid) {
+            self.view.boosted_del(tid);
+        }
         self.free_slots.push(slot);
     }
 
@@ -865,6 +871,8 @@ impl<'v> CpuAgent<'v> {
             debt_us: self.server.debt_ns() as f64 / 1e3,
             by: self.reach.name(),
             lost_found: self.counts.lost_found,
+            tasks: s.last_period_tasks,
+            min_share_ms: s.last_period_min_share_ns as f64 / 1e6,
         }
     }
 }

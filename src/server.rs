@@ -116,6 +116,42 @@ pub const MIN_BOOST_NS: u64 = 1_000;
 /// over several periods every starving task gets its turn.
 pub const MIN_SHARE_NS: u64 = 250_000;
 
+/// Shares `pool` ns among tasks given as (run time so far, weight) so that
+/// their run time per unit of weight rises to one common level, the least
+/// served first (water-filling): the fair class's rule over a window, each
+/// task's vruntime advancing by run time / weight (kernel/sched/fair.c,
+/// `calc_delta_fair()`), applied to what is left of a server period.
+/// Returns each task's part, in order; the parts add up to at most `pool`
+/// (rounded down). A task already above the level gets 0.
+pub fn water_fill(pool: u64, tasks: &[(u64, u32)]) -> Vec<u64> {
+    let mut order: Vec<usize> = (0..tasks.len()).collect();
+    // by run time / weight, compared as products
+    order.sort_by(|&i, &j| {
+        let (si, wi) = (tasks[i].0 as u128, tasks[i].1.max(1) as u128);
+        let (sj, wj) = (tasks[j].0 as u128, tasks[j].1.max(1) as u128);
+        (si * wj).cmp(&(sj * wi))
+    });
+    // the lowest k tasks rise together while the level stays below the next
+    let (mut sum_s, mut sum_w, mut k) = (0u128, 0u128, 0);
+    while k < order.len() {
+        let (s, w) = (tasks[order[k]].0 as u128, tasks[order[k]].1.max(1) as u128);
+        // level with the first k: (pool + sum_s) / sum_w; the next joins
+        // when its own run time per weight is below that level
+        if k > 0 && s * sum_w >= (pool as u128 + sum_s) * w {
+            break;
+        }
+        sum_s += s;
+        sum_w += w;
+        k += 1;
+    }
+    let mut out = vec![0; tasks.len()];
+    for &i in &order[..k] {
+        let (s, w) = (tasks[i].0 as u128, tasks[i].1.max(1) as u128);
+        out[i] = ((pool as u128 + sum_s) * w / sum_w).saturating_sub(s) as u64;
+    }
+    out
+}
+
 /// A reading of the CPU's BPF counters (see `floor_cpu_stat`), ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sample {
@@ -256,6 +292,12 @@ pub struct ServerStats {
     pub last_period_delivered_ns: u64,
     /// boosted run time in the last complete period, ns
     pub last_period_boosted_ns: u64,
+    /// tasks boosted in the last complete period that wanted more than
+    /// they got (no boost of theirs ended because they blocked)
+    pub last_period_tasks: u32,
+    /// the least run time one of those got from its boosts in that
+    /// period, ns (0 when there were none)
+    pub last_period_min_share_ns: u64,
 }
 
 fn restores_in(st: &Step) -> Vec<u32> {
@@ -282,6 +324,13 @@ pub struct CpuServer {
     /// tasks that used their whole share this period: not boosted again in
     /// it while others starve
     exhausted: Vec<u32>,
+    /// run time each task got from its boosts that ended in this period,
+    /// ns: what the shares of the rest of the period are levelled against
+    /// (see [`water_fill`])
+    period_runtime: std::collections::HashMap<u32, u64>,
+    /// tasks in `period_runtime` one of whose boosts in this period ended
+    /// because they blocked (they did not want all they were given)
+    period_blocked: Vec<u32>,
     /// serving (periods running); false: idle until normal tasks starve
     started: bool,
     /// boosted run time delivered beyond the budget and not yet paid back,
@@ -341,6 +390,8 @@ impl CpuServer {
             boosted_base_ns: s.boosted(),
             active: Vec::new(),
             exhausted: Vec::new(),
+            period_runtime: std::collections::HashMap::new(),
+            period_blocked: Vec::new(),
             started: true,
             debt_ns: 0,
             period_overrun_ns: 0,
@@ -413,11 +464,17 @@ impl CpuServer {
         self.boosted_base_ns = s.boosted();
         self.boosts_in_period = 0;
         self.exhausted.clear();
+        self.period_runtime.clear();
+        self.period_blocked.clear();
     }
 
     fn end_boost(&mut self, a: &ActiveBoost, used: u64, why: RestoreWhy, out: &mut Step) {
         let over = used.saturating_sub(a.share_ns);
         self.period_overrun_ns += over;
+        *self.period_runtime.entry(a.pid).or_default() += used;
+        if why == RestoreWhy::Blocked && !self.period_blocked.contains(&a.pid) {
+            self.period_blocked.push(a.pid);
+        }
         if why != RestoreWhy::Blocked {
             if over > 0 {
                 self.stats.overrun.record(over);
@@ -428,6 +485,59 @@ impl CpuServer {
             self.stats.handed_over += 1;
         }
         out.actions.push(Action::Restore { pid: a.pid, why });
+    }
+
+    /// Ends the `done` boosts of a step (share used, or cut by the
+    /// executor), each with `extra[i]` ns more to run in this period (0 when
+    /// `extra` is short): a boost still in place grows by it; one the
+    /// executor cut is restored and made again for it (a new boost, pushed
+    /// to `keep`). Without extra, as before: a cut one with share left
+    /// ends as blocked (its rest was shared out), the rest as exhausted.
+    fn end_done(
+        &mut self,
+        now: u64,
+        done: Vec<(ActiveBoost, u64, bool)>,
+        extra: &[u64],
+        keep: &mut Vec<(ActiveBoost, u64)>,
+        out: &mut Step,
+    ) {
+        for (i, (mut a, used, cut)) in done.into_iter().enumerate() {
+            let e = extra.get(i).copied().unwrap_or(0);
+            let spent = used + END_SLACK_NS.min(a.share_ns / 2) >= a.share_ns;
+            if e >= MIN_SHARE_NS && !cut {
+                a.share_ns = used + e;
+                keep.push((a, used));
+            } else if e >= MIN_SHARE_NS {
+                // ended as blocked (its rest handed on: to itself), but it
+                // did not block
+                let blocked_before = self.period_blocked.contains(&a.pid);
+                self.end_boost(&a, used, RestoreWhy::Blocked, out);
+                if !blocked_before {
+                    self.period_blocked.retain(|p| *p != a.pid);
+                }
+                self.stats.boosts += 1;
+                self.boosts_in_period += 1;
+                self.served_in.insert(a.pid, self.stats.periods);
+                out.actions.push(Action::Boost {
+                    pid: a.pid,
+                    budget_ns: 0,
+                    deadline_ns: self.period_end_ns().saturating_sub(now),
+                });
+                keep.push((
+                    ActiveBoost {
+                        base_ns: 0,
+                        share_ns: e,
+                        ..a
+                    },
+                    0,
+                ));
+            } else if cut && !spent {
+                self.end_boost(&a, used, RestoreWhy::Blocked, out);
+            } else {
+                self.end_boost(&a, used, RestoreWhy::Exhausted, out);
+                self.exhausted.push(a.pid);
+            }
+        }
     }
 
     /// Advances the server to `s.now_ns`. `task` tells a boosted task's run
@@ -522,6 +632,12 @@ impl CpuServer {
                 && self.boosts_in_period > 0
                 && own < self.cfg.runtime_ns
                 && !self.cfg.kernel_cut;
+            let wanting = self
+                .period_runtime
+                .iter()
+                .filter(|(p, _)| !self.period_blocked.contains(p));
+            self.stats.last_period_tasks = wanting.clone().count() as u32;
+            self.stats.last_period_min_share_ns = wanting.map(|(_, r)| *r).min().unwrap_or(0);
             self.open_period(self.period_start_ns + n * self.cfg.period_ns, s);
             if out.actions.is_empty()
                 && s.starved_since_ns == 0
@@ -544,18 +660,19 @@ impl CpuServer {
         let end = self.period_end_ns();
         let owed = self.owed_ns(s);
 
-        // Boosts in progress: end those that blocked or used their share.
+        // Boosts in progress: those that blocked or exited end now (their
+        // unused share is freed). One that used its share, or whose boost
+        // the executor cut at its limit, is `done`: it ends once the rest of
+        // the period is shared out, unless that gives it more (below).
         let mut keep: Vec<(ActiveBoost, u64)> = Vec::new();
+        let mut done: Vec<(ActiveBoost, u64, bool)> = Vec::new();
         for a in std::mem::take(&mut self.active) {
             match task(a.pid) {
                 Some(t) if t.runnable || t.cut => {
                     let used = t.runtime_ns.saturating_sub(a.base_ns);
                     let spent = used + END_SLACK_NS.min(a.share_ns / 2) >= a.share_ns;
-                    if t.cut && !spent {
-                        self.end_boost(&a, used, RestoreWhy::Blocked, &mut out);
-                    } else if spent || t.cut || owed < MIN_BOOST_NS {
-                        self.end_boost(&a, used, RestoreWhy::Exhausted, &mut out);
-                        self.exhausted.push(a.pid);
+                    if spent || t.cut || owed < MIN_BOOST_NS {
+                        done.push((a, used, t.cut));
                     } else {
                         keep.push((a, used));
                     }
@@ -570,6 +687,7 @@ impl CpuServer {
         }
 
         if owed < MIN_BOOST_NS {
+            self.end_done(now, done, &[], &mut keep, &mut out);
             out.next_ns = end;
             return out;
         }
@@ -584,16 +702,18 @@ impl CpuServer {
         // sleeps 20 ms between 2 ms runs got 14 ms/s of a 50 ms/s budget.
         let activate_at = end.saturating_sub(owed + self.cfg.margin_ns);
         if keep.is_empty() && now < activate_at && !self.running {
+            self.end_done(now, done, &[], &mut keep, &mut out);
             out.next_ns = activate_at;
             return out;
         }
-        // the tasks starving here, less those restored in this step (at
-        // most one call: `waiters` may be costly)
-        let restored: Vec<u32> = restores_in(&out);
+        // the tasks starving here, less those restored or done in this step
+        // (at most one call: `waiters` may be costly)
+        let mut skip: Vec<u32> = restores_in(&out);
+        skip.extend(done.iter().map(|(a, _, _)| a.pid));
         let mut starving = || -> Vec<Waiter> {
             waiters()
                 .into_iter()
-                .filter(|w| !restored.contains(&w.pid))
+                .filter(|w| !skip.contains(&w.pid))
                 .collect()
         };
         let mut ws: Option<Vec<Waiter>> = None;
@@ -633,10 +753,17 @@ impl CpuServer {
             }
             allotted = keep.iter().map(|(a, used)| a.share_ns - used).sum();
         }
-        let mut pool = owed - allotted;
+        let pool = owed - allotted;
 
-        // Newly starving tasks join with a share of what is not allotted;
-        // those that used their share already only when nobody else starves.
+        // What is not allotted is shared out by weight, levelling each
+        // task's run time in this period (`water_fill`): newly starving
+        // tasks join, and a `done` task gets more only where the others
+        // would otherwise end the period ahead of it by weight (a task that
+        // blocked right after its boost left its share to those after it,
+        // while the first to run had used its own already: 12.5 against
+        // 18.7 ms per period of three nice-0 tasks, traced). Tasks that used
+        // their share already join only when nobody else starves.
+        let mut done_extra: Vec<u64> = vec![0; done.len()];
         if pool >= MIN_BOOST_NS {
             let mut ws: Vec<Waiter> = ws.take().unwrap_or_else(&mut starving);
             ws.sort_by_key(|w| self.served_in.get(&w.pid).map_or(0, |p| p + 1));
@@ -646,8 +773,14 @@ impl CpuServer {
             } else {
                 ((owed / MIN_SHARE_NS) as usize).clamp(1, MAX_BOOSTED)
             };
+            // done tasks may be boosted again (not in kernel-cut mode: the
+            // kernel holds a SCHED_DEADLINE boost to the runtime it was given)
+            let again = if self.cfg.kernel_cut { 0 } else { done.len() };
+            let mut left_out = false;
+            let joined_from = keep.len();
             for w in ws {
-                if keep.len() >= room {
+                if keep.len() + again >= room {
+                    left_out = true;
                     break;
                 }
                 if keep.iter().any(|(a, _)| a.pid == w.pid)
@@ -655,35 +788,79 @@ impl CpuServer {
                 {
                     continue;
                 }
-                let a = ActiveBoost {
-                    pid: w.pid,
-                    weight: w.weight.max(1),
-                    base_ns: 0,
-                    share_ns: 0,
-                };
-                keep.push((a, 0));
-                self.served_in.insert(w.pid, self.stats.periods);
+                keep.push((
+                    ActiveBoost {
+                        pid: w.pid,
+                        weight: w.weight.max(1),
+                        base_ns: 0,
+                        share_ns: 0,
+                    },
+                    0,
+                ));
+            }
+            // run time in the period so far, ended boosts included, and
+            // what each boost in progress may still run
+            let ran = |pid: u32| self.period_runtime.get(&pid).copied().unwrap_or(0);
+            let levels: Vec<(u64, u32)> = keep
+                .iter()
+                .map(|(a, _)| (ran(a.pid) + a.share_ns, a.weight.max(1)))
+                .collect();
+            let mut with: Vec<usize> = if left_out {
+                Vec::new()
+            } else {
+                (0..again).collect()
+            };
+            // A done task boosted again for less than MIN_SHARE_NS costs more
+            // than it gives: fill again without those (the others only gain).
+            let extra = loop {
+                let mut l = levels.clone();
+                l.extend(with.iter().map(|&i| {
+                    let (a, used, _) = &done[i];
+                    (ran(a.pid) + used, a.weight.max(1))
+                }));
+                let e = water_fill(pool, &l);
+                let n = keep.len();
+                let worth: Vec<usize> = with
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| e[n + j] >= MIN_SHARE_NS)
+                    .map(|(_, &i)| i)
+                    .collect();
+                if worth.len() == with.len() {
+                    break e;
+                }
+                with = worth;
+            };
+            let n = keep.len();
+            for (j, &i) in with.iter().enumerate() {
+                done_extra[i] = extra[n + j];
+            }
+            for (k, (a, _)) in keep.iter_mut().enumerate() {
+                a.share_ns += extra[k];
+            }
+            // newly joined tasks without a share are not boosted
+            let mut k = joined_from;
+            while k < keep.len() {
+                if keep[k].0.share_ns < MIN_BOOST_NS {
+                    keep.remove(k);
+                } else {
+                    k += 1;
+                }
+            }
+            for (a, _) in &keep[joined_from..] {
+                self.served_in.insert(a.pid, self.stats.periods);
                 self.stats.boosts += 1;
                 self.boosts_in_period += 1;
                 // not in kernel-cut mode: see `running`
                 self.running = !self.cfg.kernel_cut;
                 out.actions.push(Action::Boost {
-                    pid: w.pid,
+                    pid: a.pid,
                     budget_ns: 0,
                     deadline_ns: end - now,
                 });
             }
-            // The pool is shared by weight among all boosted tasks (a task
-            // that blocked left its unused share in it).
-            let total_w: u64 = keep.iter().map(|(a, _)| a.weight as u64).sum();
-            if total_w > 0 {
-                for (a, _) in keep.iter_mut() {
-                    a.share_ns += (pool as u128 * a.weight as u128 / total_w as u128) as u64;
-                }
-                pool = 0;
-            }
         }
-        let _ = pool;
+        self.end_done(now, done, &done_extra, &mut keep, &mut out);
         if keep.is_empty() {
             // Nothing starving now; look again soon (a hog may start).
             out.next_ns = (now + self.cfg.margin_ns.max(1_000_000)).min(end);
@@ -779,6 +956,11 @@ mod tests {
         fn run(&self, pid: u32, ns: u64) {
             self.0.borrow_mut().get_mut(&pid).unwrap().0 += ns;
         }
+        /// a new boost of `pid`: its run time counts from 0 again
+        fn reboost(&self, pid: u32) {
+            self.0.borrow_mut().get_mut(&pid).unwrap().0 = 0;
+            self.1.borrow_mut().retain(|p| *p != pid);
+        }
         fn block(&self, pid: u32) {
             self.0.borrow_mut().get_mut(&pid).unwrap().1 = false;
         }
@@ -809,6 +991,84 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn water_fill_levels_run_time_per_weight() {
+        // equal weights, equal run times: equal parts
+        assert_eq!(
+            water_fill(30, &[(0, 100), (0, 100), (0, 100)]),
+            vec![10, 10, 10]
+        );
+        // the least served first: 4 and 6 to bring both to 10, the rest split
+        assert_eq!(water_fill(10, &[(6, 100), (4, 100)]), vec![4, 6]);
+        // one far ahead gets nothing
+        assert_eq!(
+            water_fill(10, &[(50, 100), (0, 100), (2, 100)]),
+            vec![0, 6, 4]
+        );
+        // CFS weights of nice 0, 0, 5 (1024, 1024, 335): 21.48 / 21.48 / 7.03
+        let p = water_fill(50_000, &[(0, 1024), (0, 1024), (0, 335)]);
+        assert_eq!(p, vec![21_485, 21_485, 7_028]);
+        assert!(p.iter().sum::<u64>() <= 50_000);
+        assert_eq!(water_fill(0, &[(0, 1)]), vec![0]);
+        assert!(water_fill(5, &[]).is_empty());
+    }
+
+    #[test]
+    fn what_a_task_that_blocked_at_once_left_is_shared_with_the_first_to_run() {
+        // Traced live (three nice-0 tasks on CPU 1 under an RR 25 hog, and
+        // two kernel threads starving there too): five boosts of 10 ms;
+        // the kernel threads block at once; the first nice-0 task runs its
+        // 10 ms and the executor cuts it before the planner looks again.
+        // The 20 ms the kernel threads left went to the other two only
+        // (they got 20 each, the first 10). Levelled by weight over the
+        // period, each of the three gets 16.7: the first is boosted again.
+        let t = Tasks::new(&[1, 2, 7, 8, 9]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        let all = || vec![w(1, 100), w(2, 100), w(7, 100), w(8, 100), w(9, 100)];
+        let st = s.step(&at(948, 0, 0), |p| t.get(p), all);
+        assert_eq!(boosts(&st).len(), 5);
+        assert!(boosts(&st).iter().all(|&(_, b)| b == 10 * MS));
+        t.block(1);
+        t.block(2);
+        t.run(7, 10 * MS);
+        t.cut(7);
+        // task 7 is runnable again at its own policy: not a new waiter here
+        let st = s.step(&at(960, 10, 10), |p| t.get(p), || vec![w(7, 100)]);
+        assert_eq!(
+            restores(&st),
+            vec![
+                (1, RestoreWhy::Blocked),
+                (2, RestoreWhy::Blocked),
+                (7, RestoreWhy::Blocked)
+            ]
+        );
+        let third = 20 * MS / 3;
+        assert_eq!(boosts(&st), vec![(7, third)]);
+        let shares: Vec<(u32, u64)> = s.active().iter().map(|a| (a.pid, a.share_ns)).collect();
+        assert_eq!(
+            shares,
+            vec![(8, 10 * MS + third), (9, 10 * MS + third), (7, third)]
+        );
+        // the rest of the period as boosted: 16.7 ms each, nothing more owed
+        t.reboost(7);
+        t.run(8, 10 * MS + third);
+        t.cut(8);
+        t.run(9, 10 * MS + third);
+        t.cut(9);
+        t.run(7, third);
+        t.cut(7);
+        let ran = 30 * MS + 3 * third;
+        let smp = Sample {
+            now_ns: 1000 * MS,
+            normal_runtime_ns: ran,
+            boosted_runtime_ns: ran,
+            ..Default::default()
+        };
+        let st = s.step(&smp, |p| t.get(p), || panic!("nothing owed"));
+        assert_eq!(restores(&st).len(), 3);
+        assert!(boosts(&st).is_empty());
     }
 
     #[test]
@@ -1030,7 +1290,8 @@ mod tests {
         assert_eq!(s.stats.max_overrun_ns, 200_000);
         assert_eq!(s.stats.handed_over, 0);
         // Cut at a limit below its share (the share grew after the cut): the
-        // rest is owed and goes to a new boost of the waiters at once.
+        // rest is owed and shared at once with a new waiter by weight over
+        // the period, 25 ms each: 8 boosted for 25, 7 again for 5 more.
         let t = Tasks::new(&[7, 8]);
         let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
         s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
@@ -1038,7 +1299,7 @@ mod tests {
         t.cut(7);
         let st = s.step(&at(970, 20, 20), |p| t.get(p), || vec![w(8, 100)]);
         assert_eq!(restores(&st), vec![(7, RestoreWhy::Blocked)]);
-        assert_eq!(boosts(&st), vec![(8, 30 * MS)]);
+        assert_eq!(boosts(&st), vec![(8, 25 * MS), (7, 5 * MS)]);
     }
 
     #[test]

@@ -428,17 +428,23 @@ pub struct ServerRow {
     /// runnable normal tasks found on the CPU through /proc that the BPF
     /// waiters map lacked (see `runnable_on()` in policy.rs)
     pub lost_found: u64,
+    /// tasks served in the last complete period that wanted more than they
+    /// got (none of their boosts ended because they blocked)
+    pub tasks: u32,
+    /// the least run time one of those got from its boosts in that period,
+    /// ms (the floor's split: by weight, see `water_fill()` in server.rs)
+    pub min_share_ms: f64,
 }
 
 /// The server table of `--stats`: one line per served CPU.
 pub fn format_server_table(rows: &[ServerRow]) -> String {
     let mut s = String::from(
         "server: cpu periods delivered_ms boosted_ms boosts_dl boosts_fifo failed handed_over \
-         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us debt_us by lost_found\n",
+         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us debt_us by lost_found tasks min_share_ms\n",
     );
     for r in rows {
         s += &format!(
-            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1} {:>7.1} {:>4} {:>10}\n",
+            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1} {:>7.1} {:>4} {:>10} {:>5} {:>12.2}\n",
             r.cpu,
             r.periods,
             r.delivered_ms,
@@ -455,7 +461,9 @@ pub fn format_server_table(rows: &[ServerRow]) -> String {
             r.step_max_us,
             r.debt_us,
             r.by,
-            r.lost_found
+            r.lost_found,
+            r.tasks,
+            r.min_share_ms
         );
     }
     s
