@@ -487,6 +487,17 @@ impl CpuServer {
         out.actions.push(Action::Restore { pid: a.pid, why });
     }
 
+    /// Ends a boost whose task did not block as [`RestoreWhy::Blocked`] (its
+    /// rest is handed on), without counting the task as one that blocked
+    /// in the period's split (`ServerStats::last_period_tasks`).
+    fn end_handed_on(&mut self, a: &ActiveBoost, used: u64, out: &mut Step) {
+        let blocked_before = self.period_blocked.contains(&a.pid);
+        self.end_boost(a, used, RestoreWhy::Blocked, out);
+        if !blocked_before {
+            self.period_blocked.retain(|p| *p != a.pid);
+        }
+    }
+
     /// Ends the `done` boosts of a step (share used, or cut by the
     /// executor), each with `extra[i]` ns more to run in this period (0 when
     /// `extra` is short): a boost still in place grows by it; one the
@@ -508,13 +519,7 @@ impl CpuServer {
                 a.share_ns = used + e;
                 keep.push((a, used));
             } else if e >= MIN_SHARE_NS {
-                // ended as blocked (its rest handed on: to itself), but it
-                // did not block
-                let blocked_before = self.period_blocked.contains(&a.pid);
-                self.end_boost(&a, used, RestoreWhy::Blocked, out);
-                if !blocked_before {
-                    self.period_blocked.retain(|p| *p != a.pid);
-                }
+                self.end_handed_on(&a, used, out);
                 self.stats.boosts += 1;
                 self.boosts_in_period += 1;
                 self.served_in.insert(a.pid, self.stats.periods);
@@ -532,7 +537,8 @@ impl CpuServer {
                     0,
                 ));
             } else if cut && !spent {
-                self.end_boost(&a, used, RestoreWhy::Blocked, out);
+                // cut below a share that grew since: its rest was shared out
+                self.end_handed_on(&a, used, out);
             } else {
                 self.end_boost(&a, used, RestoreWhy::Exhausted, out);
                 self.exhausted.push(a.pid);
@@ -1069,6 +1075,15 @@ mod tests {
         let st = s.step(&smp, |p| t.get(p), || panic!("nothing owed"));
         assert_eq!(restores(&st).len(), 3);
         assert!(boosts(&st).is_empty());
+        // the period's split as --stats shows it: the kernel threads blocked
+        let edge = Sample {
+            now_ns: 1948 * MS,
+            ..smp
+        };
+        s.step(&edge, |p| t.get(p), Vec::new);
+        assert_eq!(s.stats.periods, 1);
+        assert_eq!(s.stats.last_period_tasks, 3);
+        assert_eq!(s.stats.last_period_min_share_ns, 10 * MS + third);
     }
 
     #[test]
