@@ -24,11 +24,15 @@
 //! that starve under RT hogs meanwhile. When scx_floor continues, its main
 //! loop sees the jump in time and sets the knobs again (`policy.rs`).
 //!
-//! It ignores SIGINT, SIGTERM and SIGHUP (a Ctrl-C reaches the whole process
-//! group; the guardian must outlive scx_floor, not die with it), runs at
-//! SCHED_FIFO 99 so that RT hogs cannot delay it, and is named
-//! `scx_floor-guard` so that `pkill -x scx_floor` does not hit it. If it is
-//! killed too, the next start of scx_floor replays the journals.
+//! It must outlive scx_floor, not die or stop with it. So it runs in a
+//! session of its own (setsid: the terminal's Ctrl-C, Ctrl-\ and Ctrl-Z, and
+//! a kill of scx_floor's process group, do not reach it), ignores SIGINT,
+//! SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU and SIGPIPE, has
+//! `oom_score_adj` -1000 (the OOM killer takes it last), runs at SCHED_FIFO
+//! 99 so that RT hogs cannot delay it, and is named `scx-floor-guard`, which
+//! neither `pkill scx_floor` nor `pkill -x scx_floor` matches. A kill of the
+//! whole cgroup (a service manager's stop) still takes it with scx_floor:
+//! the next start of scx_floor replays the journals.
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
@@ -36,6 +40,16 @@ use std::path::Path;
 use anyhow::{bail, Result};
 
 use crate::boost::{self, Journal};
+
+/// Writes a line to stderr, ignoring errors: a closed stderr (its reader
+/// gone: EPIPE, SIGPIPE ignored) must not end the guardian, as
+/// `eprintln!` would with a panic.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
 use crate::knobs::Knobs;
 
 /// How often the guardian checks whether scx_floor is stopped, ms: also the
@@ -164,17 +178,29 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
         unsafe {
             libc::close(wr);
             libc::close(lock_fd);
-            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // a session and process group of its own: no terminal's signals
+            libc::setsid();
+            for sig in [
+                libc::SIGINT,
+                libc::SIGTERM,
+                libc::SIGHUP,
+                libc::SIGQUIT,
+                libc::SIGTSTP,
+                libc::SIGTTIN,
+                libc::SIGTTOU,
+                libc::SIGPIPE,
+            ] {
                 libc::signal(sig, libc::SIG_IGN);
             }
             libc::prctl(
                 libc::PR_SET_NAME,
-                c"scx_floor-guard".as_ptr() as libc::c_ulong,
+                c"scx-floor-guard".as_ptr() as libc::c_ulong,
                 0,
                 0,
                 0,
             );
         }
+        let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
         let _ = boost::set_attr(
             0,
             &boost::SchedAttr {
@@ -215,26 +241,26 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
             if is_exiting(ppid) {
                 exiting = true;
                 let (t, k) = replay_exiting(state_dir);
-                eprintln!(
-                    "scx_floor-guard: scx_floor is exiting; restored {t} boosted task(s) and {k} kernel knob(s)"
+                say!(
+                    "scx-floor-guard: scx_floor is exiting; restored {t} boosted task(s) and {k} kernel knob(s)"
                 );
                 continue;
             }
             let now_stopped = parent_stopped();
             if now_stopped && !stopped {
                 let (t, k) = replay_stopped(state_dir, &parent_stopped);
-                eprintln!(
-                    "scx_floor-guard: scx_floor is stopped: restored {t} boosted task(s) and {k} kernel knob(s); its server is paused until it continues"
+                say!(
+                    "scx-floor-guard: scx_floor is stopped: restored {t} boosted task(s) and {k} kernel knob(s); its server is paused until it continues"
                 );
             } else if !now_stopped && stopped {
-                eprintln!("scx_floor-guard: scx_floor continues");
+                say!("scx-floor-guard: scx_floor continues");
             }
             stopped = now_stopped;
         }
         let (t, k, r) = replay_all(state_dir, &|| true);
         if t + k + r > 0 {
-            eprintln!(
-                "scx_floor-guard: scx_floor is gone; restored {t} boosted task(s) and {k} kernel knob(s){}",
+            say!(
+                "scx-floor-guard: scx_floor is gone; restored {t} boosted task(s) and {k} kernel knob(s){}",
                 raised_note(r)
             );
         }

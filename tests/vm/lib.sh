@@ -68,10 +68,11 @@ wait_state() {
 }
 
 # start_floor ARGS...: start scx_floor in the background, wait until enabled.
-# Sets FLOOR_PID and FLOOR_LOG.
+# Sets FLOOR_PID and FLOOR_LOG. FLOOR_WRAP=setsid starts it in a process
+# group (and session) of its own, as a shell with job control would.
 start_floor() {
 	FLOOR_LOG=$LOGDIR/floor.$$.$RANDOM.log
-	chrt -o 0 "$FLOOR" "$@" >"$FLOOR_LOG" 2>&1 &
+	${FLOOR_WRAP:-} chrt -o 0 "$FLOOR" "$@" >"$FLOOR_LOG" 2>&1 &
 	FLOOR_PID=$!
 	if ! wait_state enabled 30 || ! kill -0 "$FLOOR_PID" 2>/dev/null; then
 		cat "$FLOOR_LOG" >&2

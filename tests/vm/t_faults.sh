@@ -43,7 +43,7 @@ sleep 4
 kill -CONT "$FLOOR_PID"
 wait_for 3 ext_is 0 >/dev/null || fail "ext_server runtime $(ext_server_runtime 1) after SIGCONT (not 0 again)"
 wait_fresh_boost "$n" 4 || fail "no boost after SIGCONT"
-grep -q "scx_floor-guard: scx_floor is stopped: restored [1-9][0-9]* boosted task(s) and 2 kernel knob(s)" "$FLOOR_LOG" ||
+grep -q "scx-floor-guard: scx_floor is stopped: restored [1-9][0-9]* boosted task(s) and 2 kernel knob(s)" "$FLOOR_LOG" ||
 	fail "no guardian log line for the stop"
 grep -q "scx_floor was stopped or starved" "$FLOOR_LOG" || fail "no log line for the stop after SIGCONT"
 stop_floor || fail "scx_floor exit code $? after the stop"

@@ -17,7 +17,7 @@ nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 if nobody cat /run/scx_floor/boosted.journal >/dev/null 2>&1; then fail "user nobody can read the journal"; fi
 if nobody cat "$J" >/dev/null 2>&1; then fail "user nobody can read the stats file"; fi
 if nobody kill -TERM "$FLOOR_PID" 2>/dev/null; then fail "user nobody could signal scx_floor"; fi
-if nobody kill -TERM "$(pgrep -x scx_floor-guard)" 2>/dev/null; then fail "user nobody could signal the guardian"; fi
+if nobody kill -TERM "$(pgrep -x scx-floor-guard)" 2>/dev/null; then fail "user nobody could signal the guardian"; fi
 kill -0 "$FLOOR_PID" || fail "scx_floor died"
 stop_floor || fail "scx_floor exited non-zero"
 note "an unprivileged user cannot read the journals or the stats file, nor signal scx_floor or its guardian"

@@ -4,7 +4,10 @@
 # ext_server runtime back to its saved value; the kernel unloads the BPF
 # scheduler with the process. Then the same with SIGTERM (a clean exit), and
 # SIGKILL again with --rt-runtime-unlimited (kernel.sched_rt_runtime_us -1,
-# SCHED_DEADLINE boosts): the sysctl is back to its saved value too.
+# SCHED_DEADLINE boosts): the sysctl is back to its saved value too. Then
+# what operators do (issue 16): SIGQUIT (Ctrl-\), `pkill -9 scx_floor`
+# (which once matched the guardian too), and a SIGKILL of scx_floor's whole
+# process group (the guardian runs in a session of its own).
 source "$(dirname "$0")/lib.sh"
 as_controller
 orig=$(ext_server_runtime 1)
@@ -17,12 +20,17 @@ iw0=
 [ -n "$iw" ] && iw0=$(sched_of "$iw")
 iw_back() { [ "$(sched_of "$iw")" = "$iw0" ]; }
 
-for run in KILL TERM KILL-dl; do
+for run in KILL TERM KILL-dl QUIT PKILL GROUP; do
 	sig=${run%-dl}
 	extra=()
 	[ "$run" = KILL-dl ] && extra=(--rt-runtime-unlimited --boost deadline)
 	bw0=$(dl_total_bw)
-	start_floor --server-runtime-us 600000 --server-period-us 1000000 "${extra[@]}"
+	wrap=
+	[ "$run" = GROUP ] && wrap=setsid
+	# a background job of a shell without job control starts with SIGQUIT
+	# (and SIGINT) ignored; a terminal's Ctrl-\ finds it at its default
+	[ "$run" = QUIT ] && wrap="env --default-signal=QUIT"
+	FLOOR_WRAP=$wrap start_floor --server-runtime-us 600000 --server-period-us 1000000 "${extra[@]}"
 	if [ "$run" = KILL-dl ]; then
 		# set by the policy loop once the scheduler is attached
 		wait_for 3 grep -qx -- -1 /proc/sys/kernel/sched_rt_runtime_us >/dev/null ||
@@ -33,7 +41,11 @@ for run in KILL TERM KILL-dl; do
 	h=$(rt_hog 1 rr 25 30) || fail "no hog"
 	[ "$(ext_server_runtime 1)" = 0 ] || fail "ext_server runtime not 0 while serving"
 	wait_fresh_boost "$n" 4 || fail "the normal task was never boosted (policy $(policy_of "$n"))"
-	kill -$sig "$FLOOR_PID"
+	case $run in
+	PKILL) pkill -9 scx_floor ;;
+	GROUP) kill -KILL -- "-$FLOOR_PID" ;;
+	*) kill -"$sig" "$FLOOR_PID" ;;
+	esac
 	# still boosted after the signal (policy field of /proc/PID/stat, read
 	# without a fork, microseconds after it): only the guardian (after
 	# SIGKILL) or scx_floor's exit path can end that boost. A boost can end
@@ -61,14 +73,14 @@ for run in KILL TERM KILL-dl; do
 	[ -n "$ok" ] || fail "after SIG$sig ($run): task $n is $pol, ext_server runtime $rt (saved $orig), sched_rt_runtime_us $rtr (saved $rt_orig), sched_ext $(scx_state), dl_bw->total_bw $(dl_total_bw) (at the start: $bw0)"
 	figure "${run}_restored_ms" "$((i * 50))" "<= 5000"
 	note "SIG$sig ($run): task back to $pol within $((i * 50)) ms, ext_server runtime $rt, sched_rt_runtime_us $rtr, sched_ext $(scx_state)"
-	grep -h "scx_floor-guard" "$FLOOR_LOG" | sed 's/^/    /'
-	if [ $sig = KILL ]; then
+	grep -h "scx-floor-guard" "$FLOOR_LOG" | sed 's/^/    /'
+	if [ $sig != TERM ]; then
 		knobs=2
 		[ "$run" = KILL-dl ] && knobs=3
 		# the guardian logs once it is done (after any EBUSY retry)
 		tasks='[0-9]+'
 		case "$pk" in SCHED_FIFO*|SCHED_DEADLINE*) tasks='[1-9][0-9]*';; esac
-		wait_for 3 grep -qE "scx_floor-guard: scx_floor is (exiting|gone); restored $tasks boosted task\(s\) and $knobs kernel knob\(s\)" "$FLOOR_LOG" >/dev/null ||
+		wait_for 3 grep -qE "scx-floor-guard: scx_floor is (exiting|gone); restored $tasks boosted task\(s\) and $knobs kernel knob\(s\)" "$FLOOR_LOG" >/dev/null ||
 			fail "the guardian did not restore the boosted task ($pk after SIG$sig) and all $knobs knobs"
 	fi
 	if [ -n "$iw" ]; then
@@ -76,6 +88,6 @@ for run in KILL TERM KILL-dl; do
 		note "irq_work/1 back at $iw0"
 	fi
 	sleep 0.5
-	if pgrep -x scx_floor-guard >/dev/null; then fail "the guardian outlived scx_floor"; fi
+	if pgrep -x scx-floor-guard >/dev/null; then fail "the guardian outlived scx_floor"; fi
 done
 exit 0
