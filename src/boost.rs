@@ -282,19 +282,22 @@ pub fn private_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes `data` to `path` atomically (temporary file, rename), mode 0600.
+/// Writes `data` to `path` atomically, mode 0600: a new temporary file in
+/// the same directory (a random name, created with O_EXCL by `tempfile`,
+/// so that a file or symlink planted there by another user is never opened),
+/// then renamed over `path` (a symlink at `path` is replaced, not followed).
+/// Errors: the directory is not writable, or the rename fails.
 pub fn write_atomic(path: &Path, data: &str) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    f.write_all(data.as_bytes())?;
-    fs::rename(&tmp, path)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut f = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    f.write_all(data.as_bytes())
+        .with_context(|| format!("writing {}", f.path().display()))?;
+    f.persist(path)
+        .with_context(|| format!("renaming into {}", path.display()))?;
     Ok(())
 }
 
@@ -683,6 +686,31 @@ impl Drop for IrqWorkRaise {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_atomic_replaces_a_planted_symlink_and_sets_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        // the old fixed temporary name, and the target, planted as symlinks
+        let out = dir.path().join("stats.json");
+        std::os::unix::fs::symlink(&victim, dir.path().join("stats.tmp")).unwrap();
+        std::os::unix::fs::symlink(&victim, &out).unwrap();
+        write_atomic(&out, "{}").unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(fs::read_to_string(&out).unwrap(), "{}");
+        assert!(!fs::symlink_metadata(&out).unwrap().file_type().is_symlink());
+        // a file created beforehand with another mode ends up 0600
+        let pre = dir.path().join("pre.json");
+        fs::write(&pre, "x").unwrap();
+        fs::set_permissions(&pre, fs::Permissions::from_mode(0o644)).unwrap();
+        write_atomic(&pre, "y").unwrap();
+        let mode = fs::metadata(&pre).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        // a directory that does not exist: an error, nothing written
+        assert!(write_atomic(Path::new("/nonexistent-dir/x.json"), "z").is_err());
+    }
 
     #[test]
     fn attr_is_the_kernel_ver0_size() {

@@ -1607,15 +1607,44 @@ fn run_servers(
     })
 }
 
-/// The CPUs to serve: `list` (a cpulist such as "1,3-5") or all online CPUs.
-/// Errors: a malformed list, or a CPU that does not exist or is offline.
+/// The CPUs to serve: `list` (a cpulist such as "1,3-5") or all online CPUs,
+/// in ascending order, each once ("1,1" is CPU 1: one server per CPU).
+/// Errors: a malformed list, a range that runs backwards, or a CPU that
+/// does not exist or is offline.
 pub fn served_cpus(list: Option<&str>) -> Result<Vec<usize>> {
     let online = online_cpus()?;
     let Some(l) = list else { return Ok(online) };
-    let want = scx_utils::read_cpulist(l)
+    check_cpulist_ranges(l, &online)?;
+    let mut want = scx_utils::read_cpulist(l)
         .with_context(|| format!("--server-cpus '{l}' is not a CPU list"))?;
+    want.sort_unstable();
+    want.dedup();
     check_cpus(&want, &online)?;
     Ok(want)
+}
+
+/// Checks the ranges of a cpulist before it is expanded: each `A-B` runs
+/// low to high, and no CPU named is above the highest online one (scx_utils
+/// expands a range entry by entry: "0-4000000000" would take 32 GB first).
+/// Groups that are not numbers are left to the parser's error.
+fn check_cpulist_ranges(list: &str, online: &[usize]) -> Result<()> {
+    let max = online.iter().copied().max().unwrap_or(0) as u64;
+    for g in list.trim_end_matches('\0').split(',') {
+        let g = g.trim();
+        let (a, b) = g.split_once('-').unwrap_or((g, g));
+        let (Ok(a), Ok(b)) = (a.trim().parse::<u64>(), b.trim().parse::<u64>()) else {
+            continue;
+        };
+        if a > b {
+            anyhow::bail!("--server-cpus: the range {g} runs backwards (write {b}-{a})");
+        }
+        if b > max {
+            anyhow::bail!(
+                "--server-cpus: CPU {b} does not exist or is offline (online: {online:?})"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Fails unless every CPU of `want` is in `online`.
@@ -1692,5 +1721,19 @@ mod tests {
         let e = check_cpus(&[7], &[0, 1]).unwrap_err().to_string();
         assert!(e.contains("CPU 7 does not exist"), "{e}");
         assert!(check_cpus(&[], &[0]).is_err());
+        // ranges are checked before they are expanded
+        assert!(check_cpulist_ranges("0-1,1", &[0, 1]).is_ok());
+        let e = check_cpulist_ranges("0-4000000000", &[0, 1])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CPU 4000000000 does not exist"), "{e}");
+        let e = check_cpulist_ranges("3-1", &[0, 1, 2, 3])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("runs backwards (write 1-3)"), "{e}");
+        assert!(
+            check_cpulist_ranges("1-x", &[0, 1]).is_ok(),
+            "left to the parser"
+        );
     }
 }

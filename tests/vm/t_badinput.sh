@@ -31,6 +31,8 @@ expect_err "period under 100 us" "server-period-us.*not in 100..=1000000" "$FLOO
 expect_err "period over 1 s" "server-period-us.*not in 100..=1000000" "$FLOOR" --server-period-us 1000001
 expect_err "a CPU that does not exist" "CPU 64 does not exist or is offline" "$FLOOR" --server-cpus 64
 expect_err "a malformed CPU list" "server-cpus.*not a CPU list" "$FLOOR" --server-cpus 1-x
+expect_err "a huge CPU range" "CPU 4000000000 does not exist or is offline" "$FLOOR" --server-cpus 0-4000000000
+expect_err "a range backwards" "range 3-1 runs backwards" "$FLOOR" --server-cpus 3-1
 expect_err "--latency-us with --slice-us" "cannot be used with" "$FLOOR" --latency-us 1000 --slice-us 500
 expect_err "--min-slice-us alone" "required arguments were not provided|--latency-us" "$FLOOR" --min-slice-us 400
 expect_err "min slice above latency" "min-slice-us 2000 must be at most --latency-us \(1000\)" \

@@ -1,6 +1,7 @@
 #!/bin/bash
 # scx_floor loads (state enabled, root/ops names scx_floor), prints its stats,
 # and unloads on SIGINT and on SIGTERM with exit code 0 (state disabled).
+# A CPU named twice in --server-cpus gets one server (one executor thread).
 # On PREEMPT_RT, irq_work/1 runs at SCHED_FIFO 99 while it is loaded and at
 # its own priority again after.
 source "$(dirname "$0")/lib.sh"
@@ -29,3 +30,9 @@ for sig in INT TERM; do
 		note "irq_work/1: SCHED_FIFO 99 while loaded, $iw0 after"
 	fi
 done
+start_floor --server-cpus 1,1,0-1
+grep -q "on CPUs \[0, 1\]" "$FLOOR_LOG" || { cat "$FLOOR_LOG"; fail "--server-cpus 1,1,0-1 is not CPUs [0, 1]"; }
+n=$(ls /proc/"$FLOOR_PID"/task | while read -r t; do cat /proc/"$FLOOR_PID"/task/"$t"/comm; done | grep -c '^scx_floor-x/1$')
+[ "$n" = 1 ] || fail "$n executor threads for CPU 1 with --server-cpus 1,1,0-1"
+stop_floor || fail "exit code $? (--server-cpus 1,1,0-1)"
+note "--server-cpus 1,1,0-1: CPUs [0, 1], one executor for CPU 1"
