@@ -232,18 +232,40 @@ fn parse_runnable_waiter(stat: &str, cpu: usize) -> Option<BpfWaiter> {
     })
 }
 
-/// The tasks starving on `cpu`, oldest first; their start times (clock
-/// ticks) go into `starts`. `online`: the CPUs online. Besides the waiters
-/// map, the runnable normal tasks /proc shows on `cpu` at most every
-/// [`PROC_SCAN_EVERY_NS`] (`last_scan_ns`); those the map lacked are added
-/// to it and counted in `lost_found`.
+/// Adds to the waiters map the runnable normal tasks /proc shows on `cpu`
+/// that the map lacks, at most every [`PROC_SCAN_EVERY_NS`]
+/// (`last_scan_ns`) and only while a higher class holds the CPU; counts
+/// them in `lost_found`. Called after a step's actions, never inside the
+/// waiter look-up: a scan costs 1-2 ms under TCG, and in kernel-cut mode
+/// that look-up comes at each period's zero-laxity activation.
+fn scan_lost(cpu: usize, view: &BpfView, lost_found: &mut u64, last_scan_ns: &mut u64) {
+    let now = monotonic_ns();
+    if now.saturating_sub(*last_scan_ns) < PROC_SCAN_EVERY_NS || !view.sample(cpu).1 {
+        return;
+    }
+    *last_scan_ns = now;
+    let listed = view.waiters();
+    let lost: Vec<(u32, BpfWaiter)> = runnable_on(cpu)
+        .into_iter()
+        .filter(|(tid, _)| !listed.iter().any(|(t, _)| t == tid))
+        .collect();
+    if !lost.is_empty() {
+        debug!("cpu {cpu}: runnable here but not in the waiters: {lost:?}");
+        *lost_found += lost.len() as u64;
+        for (tid, w) in &lost {
+            view.add_waiter(*tid, w);
+        }
+    }
+}
+
+/// The tasks starving on `cpu` (the waiters map, see [`scan_lost`]), oldest
+/// first; their start times (clock ticks) go into `starts`. `online`: the
+/// CPUs online.
 fn waiters_of(
     cpu: usize,
     view: &BpfView,
     online: &[usize],
     starts: &mut HashMap<u32, u64>,
-    lost_found: &mut u64,
-    last_scan_ns: &mut u64,
 ) -> Vec<Waiter> {
     let mut hi = BTreeMap::new();
     for &c in online {
@@ -252,23 +274,7 @@ fn waiters_of(
     if !hi.get(&cpu).copied().unwrap_or(false) {
         return Vec::new();
     }
-    let mut listed = view.waiters();
-    let now = monotonic_ns();
-    if now.saturating_sub(*last_scan_ns) >= PROC_SCAN_EVERY_NS {
-        *last_scan_ns = now;
-        let lost: Vec<(u32, BpfWaiter)> = runnable_on(cpu)
-            .into_iter()
-            .filter(|(tid, _)| !listed.iter().any(|(t, _)| t == tid))
-            .collect();
-        if !lost.is_empty() {
-            debug!("cpu {cpu}: runnable here but not in the waiters: {lost:?}");
-            *lost_found += lost.len() as u64;
-            for (tid, w) in &lost {
-                view.add_waiter(*tid, w);
-            }
-            listed.extend(lost);
-        }
-    }
+    let listed = view.waiters();
     // Kernel threads first (a per-CPU kworker or ksoftirqd that waits
     // behind dozens of user tasks delays RCU callbacks and workqueues for
     // the whole machine; not measured to matter yet), then the longest
@@ -608,10 +614,9 @@ impl<'v> CpuAgent<'v> {
         let online = &self.online;
         let (was_started, was_end) = (self.server.started(), self.server.period_end_ns());
         let mut starts = HashMap::new();
-        let (lost_found, last_scan) = (&mut self.counts.lost_found, &mut self.last_scan_ns);
-        let st = self.server.step(&s, task, || {
-            waiters_of(cpu, view, online, &mut starts, lost_found, last_scan)
-        });
+        let st = self
+            .server
+            .step(&s, task, || waiters_of(cpu, view, online, &mut starts));
         if self.server.started() != was_started
             || (was_started && self.server.period_end_ns() != was_end)
         {
@@ -672,6 +677,12 @@ impl<'v> CpuAgent<'v> {
                 }
             }
         }
+        scan_lost(
+            cpu,
+            view,
+            &mut self.counts.lost_found,
+            &mut self.last_scan_ns,
+        );
         if again {
             s.now_ns
         } else if self.handoff_check_ns != 0 {
@@ -1152,7 +1163,8 @@ fn plan_cpu(
     // Warm up the paths a step takes (the BPF map lookup, /proc, the journal
     // pages, sched_*attr): their first call costs milliseconds in a VM (cold
     // page cache, first faults), and the first activation must not.
-    let _ = waiters_of(cpu, view, &a.online, &mut HashMap::new(), &mut 0, &mut 0);
+    let _ = waiters_of(cpu, view, &a.online, &mut HashMap::new());
+    let _ = runnable_on(cpu);
     // SAFETY: plain syscall.
     let _ = boost::stat_of(unsafe { libc::gettid() } as u32);
     let _ = boost::get_attr(0);
