@@ -493,25 +493,25 @@ impl<'v> CpuAgent<'v> {
 
     /// The bookkeeping after the restore of `tid` (boost slot `slot`).
     fn restored(&mut self, tid: u32, slot: usize, res: std::io::Result<()>) {
-        match res {
-            Ok(()) => {}
-            Err(err) if err.raw_os_error() == Some(libc::ESRCH) => {}
+        let res_kept = match res {
+            Ok(()) => false,
+            Err(err) if err.raw_os_error() == Some(libc::ESRCH) => false,
             Err(err) => {
                 // Keep the journal record: the exit path (or the guardian)
                 // replays it. The slot stays taken.
                 warn!("restoring task {tid}: {err} (kept in the journal)");
-                if !self.boosted.contains_key(&tid) {
-                    self.view.boosted_del(tid);
-                }
-                return;
+                true
             }
-        }
-        self.journal.forget(slot);
+        };
         // a restore booked late (the executor's) may follow a new boost of
         // the same task: its BPF entry then names the new slot
         if !self.boosted.contains_key(&tid) {
             self.view.boosted_del(tid);
         }
+        if res_kept {
+            return;
+        }
+        self.journal.forget(slot);
         self.free_slots.push(slot);
     }
 
@@ -1640,20 +1640,18 @@ pub fn served_cpus(list: Option<&str>) -> Result<Vec<usize>> {
 /// expands a range entry by entry: "0-4000000000" would take 32 GB first).
 /// Groups that are not numbers are left to the parser's error.
 fn check_cpulist_ranges(list: &str, online: &[usize]) -> Result<()> {
-    let max = online.iter().copied().max().unwrap_or(0) as u64;
+    let max = online.iter().copied().max().unwrap_or(0);
     for g in list.trim_end_matches('\0').split(',') {
         let g = g.trim();
         let (a, b) = g.split_once('-').unwrap_or((g, g));
-        let (Ok(a), Ok(b)) = (a.trim().parse::<u64>(), b.trim().parse::<u64>()) else {
+        let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) else {
             continue;
         };
         if a > b {
             anyhow::bail!("--server-cpus: the range {g} runs backwards (write {b}-{a})");
         }
         if b > max {
-            anyhow::bail!(
-                "--server-cpus: CPU {b} does not exist or is offline (online: {online:?})"
-            );
+            check_cpus(&[b], online)?;
         }
     }
     Ok(())

@@ -116,6 +116,12 @@ pub const MIN_BOOST_NS: u64 = 1_000;
 /// over several periods every starving task gets its turn.
 pub const MIN_SHARE_NS: u64 = 250_000;
 
+/// Whether a boost that ran `used_ns` of its `share_ns` has used it up:
+/// less than [`END_SLACK_NS`] (or half a small share) is left.
+fn share_spent(used_ns: u64, share_ns: u64) -> bool {
+    used_ns + END_SLACK_NS.min(share_ns / 2) >= share_ns
+}
+
 /// Shares `pool` ns among tasks given as (run time so far, weight) so that
 /// their run time per unit of weight rises to one common level, the least
 /// served first (water-filling): the fair class's rule over a window, each
@@ -472,9 +478,6 @@ impl CpuServer {
         let over = used.saturating_sub(a.share_ns);
         self.period_overrun_ns += over;
         *self.period_runtime.entry(a.pid).or_default() += used;
-        if why == RestoreWhy::Blocked && !self.period_blocked.contains(&a.pid) {
-            self.period_blocked.push(a.pid);
-        }
         if why != RestoreWhy::Blocked {
             if over > 0 {
                 self.stats.overrun.record(over);
@@ -485,17 +488,6 @@ impl CpuServer {
             self.stats.handed_over += 1;
         }
         out.actions.push(Action::Restore { pid: a.pid, why });
-    }
-
-    /// Ends a boost whose task did not block as [`RestoreWhy::Blocked`] (its
-    /// rest is handed on), without counting the task as one that blocked
-    /// in the period's split (`ServerStats::last_period_tasks`).
-    fn end_handed_on(&mut self, a: &ActiveBoost, used: u64, out: &mut Step) {
-        let blocked_before = self.period_blocked.contains(&a.pid);
-        self.end_boost(a, used, RestoreWhy::Blocked, out);
-        if !blocked_before {
-            self.period_blocked.retain(|p| *p != a.pid);
-        }
     }
 
     /// Ends the `done` boosts of a step (share used, or cut by the
@@ -514,12 +506,13 @@ impl CpuServer {
     ) {
         for (i, (mut a, used, cut)) in done.into_iter().enumerate() {
             let e = extra.get(i).copied().unwrap_or(0);
-            let spent = used + END_SLACK_NS.min(a.share_ns / 2) >= a.share_ns;
+            let spent = share_spent(used, a.share_ns);
             if e >= MIN_SHARE_NS && !cut {
                 a.share_ns = used + e;
                 keep.push((a, used));
             } else if e >= MIN_SHARE_NS {
-                self.end_handed_on(&a, used, out);
+                // its rest handed on (to itself): not a block
+                self.end_boost(&a, used, RestoreWhy::Blocked, out);
                 self.stats.boosts += 1;
                 self.boosts_in_period += 1;
                 self.served_in.insert(a.pid, self.stats.periods);
@@ -538,7 +531,7 @@ impl CpuServer {
                 ));
             } else if cut && !spent {
                 // cut below a share that grew since: its rest was shared out
-                self.end_handed_on(&a, used, out);
+                self.end_boost(&a, used, RestoreWhy::Blocked, out);
             } else {
                 self.end_boost(&a, used, RestoreWhy::Exhausted, out);
                 self.exhausted.push(a.pid);
@@ -676,8 +669,7 @@ impl CpuServer {
             match task(a.pid) {
                 Some(t) if t.runnable || t.cut => {
                     let used = t.runtime_ns.saturating_sub(a.base_ns);
-                    let spent = used + END_SLACK_NS.min(a.share_ns / 2) >= a.share_ns;
-                    if spent || t.cut || owed < MIN_BOOST_NS {
+                    if share_spent(used, a.share_ns) || t.cut || owed < MIN_BOOST_NS {
                         done.push((a, used, t.cut));
                     } else {
                         keep.push((a, used));
@@ -688,6 +680,9 @@ impl CpuServer {
                         .map(|t| t.runtime_ns.saturating_sub(a.base_ns))
                         .unwrap_or(0);
                     self.end_boost(&a, used, RestoreWhy::Blocked, &mut out);
+                    if !self.period_blocked.contains(&a.pid) {
+                        self.period_blocked.push(a.pid);
+                    }
                 }
             }
         }
