@@ -9,8 +9,8 @@
 //! reused by a new task is told apart by its start time (field 22 of
 //! /proc/PID/stat).
 //!
-//! On PREEMPT_RT it also raises the kernel's irq_work/N threads while
-//! scx_floor runs ([`IrqWorkRaise`]), journaled the same way.
+//! On PREEMPT_RT it also raises the kernel's irq_work/N and rcuc/N threads
+//! while scx_floor runs ([`KthreadRaise`]), journaled the same way.
 
 use std::fs;
 use std::io::Write;
@@ -246,7 +246,7 @@ struct Rec {
 
 /// Record state of a boosted task.
 const REC_BOOSTED: u32 = 1;
-/// Record state of a raised irq_work thread ([`IrqWorkRaise`]).
+/// Record state of a raised kernel thread ([`KthreadRaise`]).
 const REC_RAISED: u32 = 2;
 
 const MAX_CPUS: usize = crate::bpf_intf::floor_consts_FLOOR_MAX_CPUS as usize;
@@ -254,8 +254,10 @@ const MAX_CPUS: usize = crate::bpf_intf::floor_consts_FLOOR_MAX_CPUS as usize;
 /// Records for boosts: one per BPF boost slot.
 pub const BOOST_RECS: usize = MAX_CPUS * crate::bpf_intf::floor_consts_FLOOR_SLOTS_PER_CPU as usize;
 
-/// Number of records: the boosts', then one per CPU for its irq_work thread.
-pub const JOURNAL_RECS: usize = BOOST_RECS + MAX_CPUS;
+/// Number of records: the boosts', then one per CPU for each of
+/// [`RAISED_KTHREADS`], in that order (record `BOOST_RECS + kind * MAX_CPUS
+/// + cpu`).
+pub const JOURNAL_RECS: usize = BOOST_RECS + RAISED_KTHREADS.len() * MAX_CPUS;
 
 /// The journal of boosted tasks: a root-only file on tmpfs mapped shared
 /// into memory, one 32-byte record per boost slot. Writing a record is a
@@ -383,7 +385,7 @@ impl Journal {
         self.entries_in(REC_BOOSTED)
     }
 
-    /// Every raised irq_work thread in the journal: (record, entry).
+    /// Every raised kernel thread in the journal: (record, entry).
     pub fn raises(&self) -> Vec<(usize, Entry)> {
         self.entries_in(REC_RAISED)
     }
@@ -448,7 +450,7 @@ pub fn needs_restore(e: &Entry, now_start: Option<u64>, now_policy: Option<u32>)
 }
 
 /// Puts back every boosted task in the journal and empties its boost
-/// records (raised irq_work threads are [`replay_raises`]'s). Returns how
+/// records (raised kernel threads are [`replay_raises`]'s). Returns how
 /// many tasks were restored. Used at exit, by the guardian, and at start.
 pub fn replay(j: &Journal) -> usize {
     replay_records(j, true)
@@ -463,17 +465,17 @@ pub fn replay_boosted(j: &Journal) -> usize {
     replay_records(j, false)
 }
 
-/// Puts back every raised irq_work thread still at [`IRQ_WORK_PRIO`] and
+/// Puts back every raised kernel thread still at [`RAISE_PRIO`] and
 /// empties those records; returns how many were put back. For when
 /// scx_floor is gone: while it is stopped or exiting, its BPF side is still
-/// loaded and goes on waking through irq_work (see [`IrqWorkRaise`]).
+/// loaded and goes on waking through irq_work (see [`KthreadRaise`]).
 pub fn replay_raises(j: &Journal) -> usize {
     let mut n = 0;
     for (i, e) in j.raises() {
         match put_back_raise(&e) {
             Ok(true) => n += 1,
             Ok(false) => {}
-            Err(err) => log::warn!("could not restore irq_work thread {}: {err}", e.tid),
+            Err(err) => log::warn!("could not restore kernel thread {}: {err}", e.tid),
         }
         j.forget(i);
     }
@@ -537,28 +539,40 @@ pub fn journal_before_boost(j: &Journal, i: usize, tid: u32, start: Option<u64>)
     Ok(e)
 }
 
-/// SCHED_FIFO priority of the irq_work/N threads while scx_floor runs.
-pub const IRQ_WORK_PRIO: u32 = 99;
+/// SCHED_FIFO priority of the raised kernel threads while scx_floor runs.
+pub const RAISE_PRIO: u32 = 99;
+
+/// The per-CPU kernel threads raised to [`RAISE_PRIO`] while scx_floor
+/// runs, by command-name prefix ("irq_work/3" is CPU 3's); see
+/// [`KthreadRaise`] for why each.
+pub const RAISED_KTHREADS: [&str; 2] = ["irq_work/", "rcuc/"];
 
 /// `PF_KTHREAD` (include/linux/sched.h): the task is a kernel thread.
 pub const PF_KTHREAD: u64 = 0x0020_0000;
 
 /// Whether a raised thread found in the journal must be put back: the same
-/// task (same start time), still at exactly the SCHED_FIFO [`IRQ_WORK_PRIO`]
+/// task (same start time), still at exactly the SCHED_FIFO [`RAISE_PRIO`]
 /// scx_floor gave it (a priority changed since by someone else is theirs).
 pub fn raise_needs_restore(e: &Entry, now_start: Option<u64>, now: Option<&SchedAttr>) -> bool {
     now_start == Some(e.start)
-        && now.is_some_and(|a| a.sched_policy == SCHED_FIFO && a.sched_priority == IRQ_WORK_PRIO)
-        && !(e.saved.sched_policy == SCHED_FIFO && e.saved.sched_priority == IRQ_WORK_PRIO)
+        && now.is_some_and(|a| a.sched_policy == SCHED_FIFO && a.sched_priority == RAISE_PRIO)
+        && !(e.saved.sched_policy == SCHED_FIFO && e.saved.sched_priority == RAISE_PRIO)
 }
 
-/// CPU of an irq_work kernel thread from its command name: "irq_work/3" is 3.
-pub fn irq_work_cpu(comm: &str) -> Option<usize> {
-    let n = comm.trim_end().strip_prefix("irq_work/")?;
-    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    n.parse().ok()
+/// Kind (index in [`RAISED_KTHREADS`]) and CPU of a kernel thread to raise,
+/// from its command name: "rcuc/3" is (1, 3); None for any other name.
+pub fn raised_kthread(comm: &str) -> Option<(usize, usize)> {
+    let comm = comm.trim_end();
+    RAISED_KTHREADS
+        .iter()
+        .enumerate()
+        .find_map(|(kind, prefix)| {
+            let n = comm.strip_prefix(prefix)?;
+            if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            Some((kind, n.parse().ok()?))
+        })
 }
 
 /// The fields of a /proc/PID/stat line from field 3 (state) on: field N is
@@ -573,12 +587,13 @@ fn parse_stat_flags(s: &str) -> Option<u64> {
     stat_fields(s)?.get(9 - 3)?.parse().ok()
 }
 
-/// The irq_work/N kernel threads, (cpu, tid) sorted by cpu. PREEMPT_RT runs
-/// lazy irq_work in them; other kernels have none. A user task may name
+/// The kernel threads of [`RAISED_KTHREADS`], (kind, cpu, tid) sorted.
+/// PREEMPT_RT has them; other kernels have none (no irq_work threads, and
+/// rcuc threads only with `rcutree.use_softirq=0`). A user task may name
 /// itself "irq_work/1": only kernel threads (`PF_KTHREAD`) are listed.
 /// Kernel threads are kthreadd's (pid 2) children: their list
 /// (CONFIG_PROC_CHILDREN) when there is one, else every process.
-pub fn irq_work_threads() -> Vec<(usize, u32)> {
+pub fn raised_kthreads() -> Vec<(usize, usize, u32)> {
     let pids: Vec<u32> = match fs::read_to_string("/proc/2/task/2/children") {
         Ok(s) => s
             .split_whitespace()
@@ -591,74 +606,88 @@ pub fn irq_work_threads() -> Vec<(usize, u32)> {
             Err(_) => return Vec::new(),
         },
     };
-    let mut v: Vec<(usize, u32)> = pids
+    let mut v: Vec<(usize, usize, u32)> = pids
         .into_iter()
         .filter_map(|pid| {
             let comm = fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-            let cpu = irq_work_cpu(&comm)?;
+            let (kind, cpu) = raised_kthread(&comm)?;
             let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            (parse_stat_flags(&stat)? & PF_KTHREAD != 0).then_some((cpu, pid))
+            (parse_stat_flags(&stat)? & PF_KTHREAD != 0).then_some((kind, cpu, pid))
         })
         .collect();
     v.sort_unstable();
     v
 }
 
-/// The irq_work/N threads of a PREEMPT_RT kernel at SCHED_FIFO
-/// [`IRQ_WORK_PRIO`] for as long as this value lives (journaled first, put
-/// back on drop, by the guardian, or by the next start).
+/// The per-CPU kernel threads of [`RAISED_KTHREADS`] at SCHED_FIFO
+/// [`RAISE_PRIO`] for as long as this value lives (journaled first, put
+/// back on drop, by the guardian, or by the next start). PREEMPT_RT runs
+/// both at SCHED_FIFO 1, and both do their work inside RCU read-side
+/// critical sections: every sleeping spinlock is one on PREEMPT_RT, and so
+/// is a bottom-half-disabled section.
 ///
-/// Why: on PREEMPT_RT a BPF ring buffer's wake-up (`bpf_ringbuf_output()`,
-/// which scx_floor's BPF side uses to wake its threads) is lazy irq_work,
-/// run by the CPU's irq_work/N thread at SCHED_FIFO 1. Its wake-up path
-/// takes sleeping spinlocks, each an RCU read-side critical section on
-/// PREEMPT_RT. An RT task above FIFO 1 that arrives on that CPU while it is
+/// irq_work/N: a BPF ring buffer's wake-up (`bpf_ringbuf_output()`, which
+/// scx_floor's BPF side uses to wake its threads) is lazy irq_work, run by
+/// the CPU's irq_work/N thread, and its wake-up path takes sleeping
+/// spinlocks. An RT task above FIFO 1 that arrives on that CPU while it is
 /// in one (or the FIFO 99 thread it wakes, when its priority inheritance
 /// ends at `rt_mutex_slowunlock()`) preempts it there, and an RT hog then
 /// keeps it off the CPU: the grace period cannot end, and sched_ext answers
 /// the RCU stall by ejecting the scheduler. Traced on 7.3.4-rt: irq_work/1
 /// preempted at nesting 3 in `rt_mutex_slowunlock()` under an RR 25 hog,
-/// stall after 5 s, ejected ("RCU CPU stall"). At FIFO 99 no hog preempts
-/// it and the threads it wakes queue behind it; its items are short.
-pub struct IrqWorkRaise {
+/// stall after 5 s, ejected ("RCU CPU stall").
+///
+/// rcuc/N: RCU's per-CPU core work (`rcutree.use_softirq=0`, PREEMPT_RT's
+/// default) runs with bottom halves disabled. Preempted there by an RT hog
+/// (or by a SCHED_DEADLINE boost, after which the hog runs first), it holds
+/// up every grace period: seen on 7.3.4-rt, the reader `rcuc/1` behind a
+/// FIFO 99 hog with `sched_rt_runtime_us` -1, ejected ("RCU CPU stall").
+///
+/// At FIFO 99 no hog preempts them (equal priorities do not preempt), a
+/// boost that does hands the CPU back to them before the hog, and the
+/// threads they wake queue behind them; their items are short.
+pub struct KthreadRaise {
     journal: Journal,
     /// (record, tid)
     raised: Vec<(usize, u32)>,
 }
 
-impl IrqWorkRaise {
-    /// Raises every irq_work/N thread below [`IRQ_WORK_PRIO`], recording
-    /// each in `journal` first. A thread that cannot be raised is logged and
-    /// left. Returns the value that puts them back when dropped.
+impl KthreadRaise {
+    /// Raises every thread of [`raised_kthreads`] below [`RAISE_PRIO`],
+    /// recording each in `journal` first. A thread that cannot be raised is
+    /// logged and left. Returns the value that puts them back when dropped.
     pub fn apply(journal: Journal) -> Self {
         let mut raised = Vec::new();
-        for (cpu, tid) in irq_work_threads() {
+        for (kind, cpu, tid) in raised_kthreads() {
             if cpu >= MAX_CPUS {
                 continue;
             }
             let (Some((start, _)), Ok(saved)) = (stat_of(tid), get_attr(tid)) else {
                 continue;
             };
-            if saved.sched_policy == SCHED_FIFO && saved.sched_priority >= IRQ_WORK_PRIO {
+            if saved.sched_policy == SCHED_FIFO && saved.sched_priority >= RAISE_PRIO {
                 continue;
             }
-            let i = BOOST_RECS + cpu;
+            let i = BOOST_RECS + kind * MAX_CPUS + cpu;
             journal.record_as(i, &Entry { tid, start, saved }, REC_RAISED);
             let attr = SchedAttr {
                 size: ATTR_SIZE,
                 sched_policy: SCHED_FIFO,
-                sched_priority: IRQ_WORK_PRIO,
+                sched_priority: RAISE_PRIO,
                 ..Default::default()
             };
             match set_attr(tid, &attr) {
                 Ok(()) => raised.push((i, tid)),
                 Err(e) => {
                     journal.forget(i);
-                    log::warn!("could not raise irq_work/{cpu} (task {tid}): {e}");
+                    log::warn!(
+                        "could not raise {}{cpu} (task {tid}): {e}",
+                        RAISED_KTHREADS[kind]
+                    );
                 }
             }
         }
-        IrqWorkRaise { journal, raised }
+        KthreadRaise { journal, raised }
     }
 
     /// The raised threads' ids.
@@ -667,7 +696,7 @@ impl IrqWorkRaise {
     }
 }
 
-impl Drop for IrqWorkRaise {
+impl Drop for KthreadRaise {
     fn drop(&mut self) {
         let mine: Vec<usize> = self.raised.iter().map(|r| r.0).collect();
         for (i, e) in self.journal.raises() {
@@ -675,7 +704,7 @@ impl Drop for IrqWorkRaise {
                 continue;
             }
             if let Err(err) = put_back_raise(&e) {
-                log::warn!("could not restore irq_work thread {}: {err}", e.tid);
+                log::warn!("could not restore kernel thread {}: {err}", e.tid);
                 continue;
             }
             self.journal.forget(i);
@@ -891,17 +920,21 @@ mod tests {
     }
 
     #[test]
-    fn irq_work_names_and_restore_rule() {
-        assert_eq!(irq_work_cpu("irq_work/0\n"), Some(0));
-        assert_eq!(irq_work_cpu("irq_work/127"), Some(127));
+    fn raised_kthread_names_and_restore_rule() {
+        assert_eq!(raised_kthread("irq_work/0\n"), Some((0, 0)));
+        assert_eq!(raised_kthread("irq_work/127"), Some((0, 127)));
+        assert_eq!(raised_kthread("rcuc/3\n"), Some((1, 3)));
         for bad in [
             "irq_work/",
             "irq_work/1a",
             "irq_work",
             "ksoftirqd/1",
             "irq_work/-1",
+            "rcuc/",
+            "rcub/0",
+            "rcuop/1",
         ] {
-            assert_eq!(irq_work_cpu(bad), None, "{bad}");
+            assert_eq!(raised_kthread(bad), None, "{bad}");
         }
         let line = "30 (irq_work/1) S 2 0 0 0 -1 69238848 0 0 0 0 0 0 0 0 -2 0 1 0 13 0";
         assert_eq!(parse_stat_flags(line), Some(69238848));

@@ -21,8 +21,10 @@
 //! saved value), so that no boost outlives the stop by more than
 //! `STOP_POLL_MS`, and logs it. The BPF dispatcher runs on without user
 //! space, and the kernel's ext_server, its runtime back, serves the tasks
-//! that starve under RT hogs meanwhile. When scx_floor continues, its main
-//! loop sees the jump in time and sets the knobs again (`policy.rs`).
+//! that starve under RT hogs meanwhile. Each such restore is counted in
+//! memory shared with scx_floor ([`Guardian::restores`]): when scx_floor
+//! continues, its main loop sees the count move and sets the knobs again
+//! (`policy.rs`), after a stop of 60 ms as after one of minutes.
 //!
 //! It must outlive scx_floor, not die or stop with it. So it runs in a
 //! session of its own (setsid: the terminal's Ctrl-C, Ctrl-\ and Ctrl-Z, and
@@ -36,6 +38,7 @@
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Result};
 
@@ -102,8 +105,8 @@ pub fn is_exiting(pid: u32) -> bool {
     })
 }
 
-/// Replays both journals under `state_dir`, raised irq_work threads
-/// included; returns (tasks, knobs, irq_work threads) restored.
+/// Replays both journals under `state_dir`, raised kernel threads
+/// included; returns (tasks, knobs, kernel threads) restored.
 /// `keep_trying`: see [`Knobs::restore_all`].
 pub fn replay_all(state_dir: &Path, keep_trying: &dyn Fn() -> bool) -> (usize, usize, usize) {
     let (t, k) = replay(state_dir, keep_trying, boost::replay);
@@ -113,16 +116,26 @@ pub fn replay_all(state_dir: &Path, keep_trying: &dyn Fn() -> bool) -> (usize, u
     (t, k, r)
 }
 
+/// [`replay_all`] without the raised kernel threads: for scx_floor's own
+/// exit path while its BPF scheduler is still attached.
+pub fn replay_tasks_and_knobs(state_dir: &Path) -> (usize, usize) {
+    replay(state_dir, &|| true, boost::replay)
+}
+
 /// [`replay_all`] for a scx_floor that is exiting but not gone: records of
 /// tasks not boosted are kept for the replay at its end
-/// ([`boost::replay_boosted`]), and so are its irq_work raises.
+/// ([`boost::replay_boosted`]), and so are its kernel-thread raises.
 fn replay_exiting(state_dir: &Path) -> (usize, usize) {
     replay(state_dir, &|| true, boost::replay_boosted)
 }
 
-/// [`replay_all`] for a stopped scx_floor: its irq_work raises stay.
+/// [`replay_all`] for a stopped scx_floor: its kernel-thread raises stay,
+/// and so do the records of tasks alive and not boosted
+/// ([`boost::replay_boosted`]): a thread stopped between writing a record
+/// and its `sched_setattr()` boosts the task when it continues, and that
+/// boost must still have its record.
 fn replay_stopped(state_dir: &Path, keep_trying: &dyn Fn() -> bool) -> (usize, usize) {
-    replay(state_dir, keep_trying, boost::replay)
+    replay(state_dir, keep_trying, boost::replay_boosted)
 }
 
 fn replay(
@@ -139,13 +152,43 @@ fn replay(
     (tasks, knobs)
 }
 
-/// ", and N irq_work thread(s) to their own priority" when N > 0.
+/// ", and N kernel thread(s) to their own priority" when N > 0.
 pub fn raised_note(r: usize) -> String {
     if r == 0 {
         String::new()
     } else {
-        format!(", and {r} irq_work thread(s) to their own priority")
+        format!(", and {r} kernel thread(s) to their own priority")
     }
+}
+
+/// How long scx_floor may be exiting with its BPF scheduler still attached
+/// before the guardian ejects the scheduler, ms. A SIGKILL during a boost
+/// has kept the process alive for up to 1.7 s (a thread pinned behind the
+/// boost; see the module doc).
+pub const EJECT_AFTER_MS: u64 = 3000;
+
+/// CLOCK_MONOTONIC in ms.
+fn monotonic_ms() -> u64 {
+    crate::sched::monotonic_ns() / 1_000_000
+}
+
+/// Whether sysfs text `state` and `ops` (of /sys/kernel/sched_ext) say
+/// that scx_floor's BPF scheduler is the one loaded.
+pub fn ours_attached(state: &str, ops: &str) -> bool {
+    state.trim() == "enabled" && ops.trim().starts_with("scx_floor")
+}
+
+/// Ejects the loaded BPF scheduler (SysRq-S: the kernel puts every task
+/// back in the fair class) if it is scx_floor's; returns whether it did.
+/// For a scx_floor that cannot finish exiting: until its last thread is
+/// gone its scheduler stays attached, and on 7.3.4-rt such an exit has
+/// been seen to hang for good (the SIGKILLed main thread running in the
+/// kernel, its normal tasks never reaching their own exit).
+fn eject_if_ours() -> bool {
+    let dir = Path::new(crate::checks::SCX_SYSFS);
+    let state = std::fs::read_to_string(dir.join("state")).unwrap_or_default();
+    let ops = std::fs::read_to_string(dir.join("root/ops")).unwrap_or_default();
+    ours_attached(&state, &ops) && std::fs::write("/proc/sysrq-trigger", "S").is_ok()
 }
 
 /// The running guardian, as its parent holds it.
@@ -154,6 +197,30 @@ pub struct Guardian {
     pub pid: u32,
     /// the pipe's write end: the guardian replays the journals when it closes
     _pipe: OwnedFd,
+    /// how many times the guardian has restored the journals while
+    /// scx_floor lives (stopped or exiting); in memory shared with it
+    pub restores: &'static AtomicU64,
+}
+
+/// A counter in an anonymous shared mapping: a forked child's increments
+/// are seen by the parent. Never unmapped (one page for the process's life).
+fn shared_counter() -> Result<&'static AtomicU64> {
+    // SAFETY: a fresh anonymous mapping, zero-filled, page-aligned.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            std::mem::size_of::<AtomicU64>(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        bail!("mmap: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: aligned, zeroed (a valid AtomicU64 of 0), and never unmapped.
+    Ok(unsafe { &*(p as *const AtomicU64) })
 }
 
 /// Forks the guardian. Keep the returned [`Guardian`] for as long as anything
@@ -162,6 +229,7 @@ pub struct Guardian {
 /// closed in the guardian so that only scx_floor holds the lock. Call while
 /// single-threaded. Errors: `pipe2` or `fork` failing.
 pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
+    let restores = shared_counter()?;
     let mut fds = [0i32; 2];
     // SAFETY: pipe2 fills two fds.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -215,7 +283,8 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
             || std::fs::read_to_string(&parent).is_ok_and(|s| is_stopped_state(&s));
         let mut buf = [0u8; 64];
         let mut stopped = false;
-        let mut exiting = false;
+        let mut exiting: Option<u64> = None;
+        let mut ejected = false;
         loop {
             let mut pfd = libc::pollfd {
                 fd: rd,
@@ -235,12 +304,21 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
                 }
                 continue;
             }
-            if exiting {
+            if let Some(since) = exiting {
+                if !ejected && monotonic_ms() >= since + EJECT_AFTER_MS {
+                    ejected = true;
+                    if eject_if_ours() {
+                        say!(
+                            "scx-floor-guard: scx_floor has been exiting for {EJECT_AFTER_MS} ms with its BPF scheduler still attached: ejected it (SysRq-S)"
+                        );
+                    }
+                }
                 continue;
             }
             if is_exiting(ppid) {
-                exiting = true;
+                exiting = Some(monotonic_ms());
                 let (t, k) = replay_exiting(state_dir);
+                restores.fetch_add(1, Ordering::Release);
                 say!(
                     "scx-floor-guard: scx_floor is exiting; restored {t} boosted task(s) and {k} kernel knob(s)"
                 );
@@ -249,6 +327,7 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
             let now_stopped = parent_stopped();
             if now_stopped && !stopped {
                 let (t, k) = replay_stopped(state_dir, &parent_stopped);
+                restores.fetch_add(1, Ordering::Release);
                 say!(
                     "scx-floor-guard: scx_floor is stopped: restored {t} boosted task(s) and {k} kernel knob(s); its server is paused until it continues"
                 );
@@ -272,12 +351,25 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
     Ok(Guardian {
         pid: pid as u32,
         _pipe: unsafe { OwnedFd::from_raw_fd(wr) },
+        restores,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ejects_only_scx_floor_while_enabled() {
+        assert!(ours_attached(
+            "enabled\n",
+            "scx_floor_0.1.0_x86_64_unknown_linux_gnu\n"
+        ));
+        assert!(!ours_attached("disabled\n", "scx_floor_0.1.0\n"));
+        assert!(!ours_attached("enabled\n", "scx_lavd_1.0\n"));
+        assert!(!ours_attached("enabled\n", ""));
+        assert!(!ours_attached("disabling\n", "scx_floor_0.1.0\n"));
+    }
 
     #[test]
     fn stopped_states() {

@@ -334,9 +334,25 @@ fn run(opts: Opts) -> Result<()> {
         state_dir: state_dir.to_path_buf(),
         agent_pids: vec![guardian.pid],
         slice_threads: false,
+        raised_tids: Vec::new(),
+        guardian_restores: Some(guardian.restores),
     };
     if pcfg.server.is_some() {
         policy::lock_memory();
+    }
+    // Raised before the BPF scheduler attaches and put back after it is
+    // detached (declared first: dropped last, on every path).
+    let raise = boost::KthreadRaise::apply(boost::Journal::open(&policy::journal_path(state_dir))?);
+    pcfg.raised_tids = raise.tids();
+    if !pcfg.raised_tids.is_empty() {
+        info!(
+            "PREEMPT_RT: the {} irq_work/N and rcuc/N thread(s) run at SCHED_FIFO {} while \
+             scx_floor runs (restored on exit): each works inside RCU read-side sections, one \
+             preempted there by an RT task stalls RCU, and irq_work/N delivers the BPF side's \
+             wake-ups",
+            pcfg.raised_tids.len(),
+            boost::RAISE_PRIO
+        );
     }
     let mut cfg = cfg;
     loop {
@@ -361,6 +377,10 @@ fn run(opts: Opts) -> Result<()> {
             break;
         }
         info!("the kernel asked for a restart: reloading");
+    }
+    if !pcfg.raised_tids.is_empty() {
+        drop(raise);
+        info!("irq_work/N and rcuc/N threads back at their own priority");
     }
     Ok(())
 }

@@ -112,6 +112,13 @@ pub struct PolicyConfig {
     pub agent_pids: Vec<u32>,
     /// slices end by a thread per online CPU (`slicer.rs`), not bpf_timer
     pub slice_threads: bool,
+    /// kernel threads raised while scx_floor runs ([`boost::KthreadRaise`]):
+    /// their runs are not a higher class taking the CPU
+    pub raised_tids: Vec<u32>,
+    /// the guardian's count of its restores while scx_floor lives
+    /// ([`crate::guard::Guardian::restores`]): when it moves, the knobs are
+    /// set again
+    pub guardian_restores: Option<&'static AtomicU64>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -1345,35 +1352,21 @@ pub fn run(
         view.register_agent(pid)?;
     }
     let knobs = Knobs::open(&knobs_dir(&cfg.state_dir))?;
-    let irq_work = boost::IrqWorkRaise::apply(Journal::open(&journal_path(&cfg.state_dir))?);
-    let raised = irq_work.tids();
-    if !raised.is_empty() {
-        info!(
-            "PREEMPT_RT: the {} irq_work/N thread(s) run at SCHED_FIFO {} while scx_floor runs \
-             (restored on exit): they deliver its BPF side's wake-ups, and one preempted by an \
-             RT task inside an RCU read-side section stalls RCU",
-            raised.len(),
-            boost::IRQ_WORK_PRIO
-        );
-    }
-    let result = raised
+    let result = cfg
+        .raised_tids
         .iter()
         .try_for_each(|&tid| view.register_agent(tid))
         .and_then(|()| run_servers(&view, &cfg, &knobs, shutdown));
-    drop(irq_work);
-    if !raised.is_empty() {
-        info!("irq_work/N threads back at their own priority");
-    }
-    // Every exit path: knobs back, journal replayed (threads restored their own).
-    let (t, k, r) = crate::guard::replay_all(&cfg.state_dir, &|| true);
+    // Every exit path: knobs back, journal replayed (threads restored their
+    // own). The raised kernel threads stay raised until the BPF scheduler is
+    // detached (main.rs): its disable path waits for RCU grace periods and
+    // for irq_work on every CPU, which a hog would otherwise hold up.
+    let (t, k) = crate::guard::replay_tasks_and_knobs(&cfg.state_dir);
     if k > 0 {
         info!("restored {k} kernel knob(s)");
     }
-    if t + r > 0 {
-        warn!(
-            "restored {t} task(s) from the journal{}",
-            crate::guard::raised_note(r)
-        );
+    if t > 0 {
+        warn!("restored {t} task(s) from the journal");
     }
     result?;
     if shutdown.load(Ordering::Relaxed) {
@@ -1525,6 +1518,9 @@ fn run_servers(
         let nr_cpus = *scx_utils::NR_CPU_IDS;
         let mut slices = vec![CpuSlice::default(); nr_cpus];
         let tick = if cfg.slice.is_dynamic() { 10 } else { 20 };
+        let mut seen_restores = cfg
+            .guardian_restores
+            .map_or(0, |r| r.load(Ordering::Acquire));
         while !shutdown.load(Ordering::Relaxed) && !view.exited() {
             if let Some(h) = handles.iter().position(|h| h.is_finished()) {
                 failed = Some(handles.swap_remove(h).join());
@@ -1533,14 +1529,32 @@ fn run_servers(
             let before = monotonic_ns();
             std::thread::sleep(Duration::from_millis(tick));
             let slept = monotonic_ns().saturating_sub(before);
-            if slept > tick * 1_000_000 + STOPPED_GAP_NS {
-                // The guardian restored the knobs (and any boosted task)
-                // while we were stopped; the servers' boosts are checked
-                // against the task's policy before they are restored.
+            let long_gap = slept > tick * 1_000_000 + STOPPED_GAP_NS;
+            if long_gap {
                 warn!(
                     "scx_floor was stopped or starved for {:.1} s",
                     slept as f64 / 1e9
                 );
+            }
+            let restores = cfg
+                .guardian_restores
+                .map_or(0, |r| r.load(Ordering::Acquire));
+            let restored = restores != seen_restores;
+            if restored {
+                info!(
+                    "the guardian restored boosted tasks and knobs while scx_floor was stopped \
+                     (a gap of {} ms here): setting the knobs again",
+                    slept / 1_000_000
+                );
+                seen_restores = restores;
+            }
+            if restored || long_gap {
+                // The guardian restored the knobs (and any boosted task)
+                // while we were stopped: it counts each restore after its
+                // last write, so these writes come after its own. After a
+                // long gap without a count it may still be at it; setting
+                // them twice is harmless. The servers' boosts are checked
+                // against the task's policy before they are restored.
                 // A failed write is a warning: the servers go on (a CPU
                 // taken offline meanwhile, say, has no ext_server to set).
                 if cfg.server.is_some() && cfg.kernel_server_off {
@@ -1587,6 +1601,7 @@ fn run_servers(
         }
         stop.store(true, Ordering::Relaxed);
         stop_fd.fire();
+        free_stuck_threads(STUCK_AFTER);
         for h in handles {
             match h.join() {
                 Ok(Err(e)) => warn!("server thread: {e:#}"),
@@ -1617,6 +1632,66 @@ fn run_servers(
             _ => Ok(()),
         }
     })
+}
+
+/// How long the per-CPU threads get to leave on their own CPU at exit.
+const STUCK_AFTER: Duration = Duration::from_millis(300);
+
+/// Name prefixes of the threads pinned to one CPU each: slice-end threads
+/// and executors (both SCHED_FIFO 99).
+const PINNED_THREADS: [&str; 2] = ["scx_floor-s/", "scx_floor-x/"];
+
+/// At exit, after the stop was signalled: waits up to `grace` for the
+/// threads of [`PINNED_THREADS`] to end, then lets each one still there run
+/// on any online CPU. A SCHED_FIFO 99 hog on a CPU never lets that CPU's
+/// own SCHED_FIFO 99 threads run (equal priorities do not preempt), and
+/// the scope that started them would wait for them for as long as the hog
+/// runs: the exit, and with it every restore, would never come. Returns
+/// how many threads it moved.
+fn free_stuck_threads(grace: Duration) -> usize {
+    let pinned = || -> Vec<(u32, String)> {
+        let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+            return Vec::new();
+        };
+        dir.filter_map(|d| {
+            let d = d.ok()?;
+            let tid: u32 = d.file_name().to_str()?.parse().ok()?;
+            let comm = std::fs::read_to_string(d.path().join("comm")).ok()?;
+            let comm = comm.trim_end().to_string();
+            PINNED_THREADS
+                .iter()
+                .any(|p| comm.starts_with(p))
+                .then_some((tid, comm))
+        })
+        .collect()
+    };
+    let until = monotonic_ns() + grace.as_nanos() as u64;
+    let mut left = pinned();
+    while !left.is_empty() && monotonic_ns() < until {
+        std::thread::sleep(Duration::from_millis(10));
+        left = pinned();
+    }
+    if left.is_empty() {
+        return 0;
+    }
+    let Ok(online) = online_cpus() else { return 0 };
+    let mut n = 0;
+    for (tid, comm) in left {
+        match pin_thread(tid, &online) {
+            Ok(()) => {
+                n += 1;
+                info!(
+                    "{comm} (task {tid}) did not end within {} ms on its CPU (a real-time task \
+                     at its priority holds it): it may end on any CPU",
+                    grace.as_millis()
+                );
+            }
+            // ESRCH: it ended meanwhile
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            Err(e) => warn!("letting {comm} (task {tid}) end on another CPU: {e}"),
+        }
+    }
+    n
 }
 
 /// The CPUs to serve: `list` (a cpulist such as "1,3-5") or all online CPUs,

@@ -308,6 +308,28 @@ sched_of() { chrt -p "$1" | awk -F': ' '/policy/ {p = $2} /priority/ {print p, $
 # only), or nothing.
 irq_work_tid() { pgrep -x "irq_work/$1" | head -1; }
 
+# raised_tids CPU: "name=tid" of CPU's kernel threads that scx_floor raises
+# to SCHED_FIFO 99 while it runs (irq_work/N, rcuc/N; PREEMPT_RT only).
+raised_tids() {
+	local k t
+	for k in irq_work rcuc; do
+		t=$(pgrep -x "$k/$1" | head -1)
+		[ -z "$t" ] || echo "$k/$1=$t"
+	done
+}
+
+# sched_of_all "name=tid"...: "name=policy prio" of each.
+sched_of_all() {
+	local e
+	for e in "$@"; do echo "${e%%=*}=$(sched_of "${e#*=}")"; done
+}
+
+# all_raised "name=tid"...: every one at SCHED_FIFO 99.
+all_raised() {
+	local e
+	for e in "$@"; do [ "$(sched_of "${e#*=}")" = "SCHED_FIFO 99" ] || return 1; done
+}
+
 # wait_boosted PID SECS: until PID runs at SCHED_FIFO or SCHED_DEADLINE.
 wait_boosted() {
 	local i

@@ -7,7 +7,8 @@
 #   ext_server then serves the starving task under the BPF dispatcher, which
 #   runs on without user space (>= 20 ms/s asserted), and the sched_ext
 #   watchdog has nothing to eject. After SIGCONT scx_floor reports the stop,
-#   sets the ext_server runtime to 0 again, boosts again, and exits 0 on
+#   sets the ext_server runtime to 0 again, boosts again. Then a 200 ms
+#   stop: the same, though scx_floor's own loop sees no long gap. Exit 0 on
 #   SIGINT.
 # - SysRq-S (the kernel ejects every BPF scheduler): scx_floor logs the
 #   ejection, restores the task and the knobs, and exits.
@@ -46,6 +47,21 @@ wait_fresh_boost "$n" 4 || fail "no boost after SIGCONT"
 grep -q "scx-floor-guard: scx_floor is stopped: restored [1-9][0-9]* boosted task(s) and 2 kernel knob(s)" "$FLOOR_LOG" ||
 	fail "no guardian log line for the stop"
 grep -q "scx_floor was stopped or starved" "$FLOOR_LOG" || fail "no log line for the stop after SIGCONT"
+# A 200 ms stop (strace -p, a debugger's attach; issue 16 item 2): the
+# guardian restores at its first poll, and scx_floor, which sees no long gap
+# in its own loop, sets the knobs again because the guardian counted it.
+g0=$(grep -c "scx-floor-guard: scx_floor is stopped: restored" "$FLOOR_LOG")
+r0=$(grep -c "the guardian restored boosted tasks and knobs while scx_floor was stopped" "$FLOOR_LOG")
+kill -STOP "$FLOOR_PID"
+sleep 0.2
+kill -CONT "$FLOOR_PID"
+wait_for 3 ext_is 0 >/dev/null || fail "ext_server runtime $(ext_server_runtime 1) 3 s after a 200 ms stop (not 0 again)"
+g1=$(grep -c "scx-floor-guard: scx_floor is stopped: restored" "$FLOOR_LOG")
+r1=$(grep -c "the guardian restored boosted tasks and knobs while scx_floor was stopped" "$FLOOR_LOG")
+[ "$g1" -gt "$g0" ] || fail "the guardian did not see a 200 ms stop (it polls every 50 ms)"
+[ "$r1" -gt "$r0" ] || fail "after a 200 ms stop, scx_floor did not set the knobs again"
+wait_fresh_boost "$n" 4 || fail "no boost after the 200 ms stop"
+note "200 ms stop: the guardian restored, scx_floor set the ext_server runtime to 0 again and boosted again"
 stop_floor || fail "scx_floor exit code $? after the stop"
 other "$n" || fail "task $(policy_of "$n") after exit"
 ext_is "$orig" || fail "ext_server $(ext_server_runtime 1) after exit"

@@ -11,6 +11,8 @@
 #   it; the server table says "dl".
 # Goals as t_floor's (normal >= 47.5 ms/s, hog >= 940); asserted with its
 # emulator tolerances (normal >= 40, hog >= 915). Never ejected.
+# Then a SIGTERM while the hog runs: scx_floor exits 0 within 10 s and
+# restores everything, though its threads pinned to CPU 1 cannot run there.
 source "$(dirname "$0")/lib.sh"
 as_controller
 dmesg -C
@@ -67,5 +69,33 @@ for mode in default unlimited; do
 		[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt_orig" ] || fail "sched_rt_runtime_us not restored"
 	fi
 done
+# SIGTERM while the FIFO 99 hog runs (issue 16): the CPU's own SCHED_FIFO 99
+# threads (executor; slice-end thread on PREEMPT_RT) cannot run there, and
+# scx_floor must still exit, with everything restored
+start_floor
+n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
+h=$(rt_hog 1 fifo 99 30) || fail "no hog"
+sleep 3
+t0=$(date +%s%N)
+kill -TERM "$FLOOR_PID"
+ok=
+for i in $(seq 100); do
+	kill -0 "$FLOOR_PID" 2>/dev/null || { ok=1; break; }
+	sleep 0.1
+done
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ -n "$ok" ] || kill -KILL "$FLOOR_PID"
+wait "$FLOOR_PID"
+rc=$?
+pol=$(policy_of "$n")
+kill -KILL "$h" "$n" 2>/dev/null
+[ -n "$ok" ] || fail "SIGTERM under a FIFO 99 hog: scx_floor still running after 10 s"
+[ "$rc" = 0 ] || fail "SIGTERM under a FIFO 99 hog: exit code $rc"
+figure sigterm_under_hog_exit_ms "$ms" "<= 10000"
+[ "$pol" = SCHED_OTHER ] || fail "SIGTERM under a FIFO 99 hog: the normal task is $pol after exit"
+[ "$(ext_server_runtime 1)" = "$orig" ] || fail "SIGTERM under a FIFO 99 hog: ext_server runtime $(ext_server_runtime 1), was $orig"
+wait_state disabled 20 || fail "state is $(scx_state) after SIGTERM under a FIFO 99 hog"
+note "SIGTERM under a FIFO 99 hog: exited 0 in $ms ms, task $pol, ext_server runtime back"
+grep -h "did not end within" "$FLOOR_LOG" | sed 's/^/    /'
 errs=$(dmesg_errors)
 [ -z "$errs" ] || { echo "$errs"; fail "dmesg reports sched_ext trouble"; }
