@@ -305,9 +305,11 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
                 continue;
             }
             if let Some(since) = exiting {
+                // tried at every poll from then on: a state read between
+                // two writes of the kernel's must not make it give up
                 if !ejected && monotonic_ms() >= since + EJECT_AFTER_MS {
-                    ejected = true;
-                    if eject_if_ours() {
+                    ejected = eject_if_ours();
+                    if ejected {
                         say!(
                             "scx-floor-guard: scx_floor has been exiting for {EJECT_AFTER_MS} ms with its BPF scheduler still attached: ejected it (SysRq-S)"
                         );
@@ -325,13 +327,18 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
                 continue;
             }
             let now_stopped = parent_stopped();
-            if now_stopped && !stopped {
+            if now_stopped {
+                // At every poll while stopped, not only at the first: a
+                // scx_floor that continued and was stopped again between two
+                // polls (a debugger stepping) may have set the knobs again.
                 let (t, k) = replay_stopped(state_dir, &parent_stopped);
-                restores.fetch_add(1, Ordering::Release);
-                say!(
-                    "scx-floor-guard: scx_floor is stopped: restored {t} boosted task(s) and {k} kernel knob(s); its server is paused until it continues"
-                );
-            } else if !now_stopped && stopped {
+                if !stopped || t + k > 0 {
+                    restores.fetch_add(1, Ordering::Release);
+                    say!(
+                        "scx-floor-guard: scx_floor is stopped: restored {t} boosted task(s) and {k} kernel knob(s); its server is paused until it continues"
+                    );
+                }
+            } else if stopped {
                 say!("scx-floor-guard: scx_floor continues");
             }
             stopped = now_stopped;

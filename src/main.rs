@@ -346,7 +346,7 @@ fn run(opts: Opts) -> Result<()> {
     pcfg.raised_tids = raise.tids();
     if !pcfg.raised_tids.is_empty() {
         info!(
-            "PREEMPT_RT: the {} irq_work/N and rcuc/N thread(s) run at SCHED_FIFO {} while \
+            "the {} irq_work/N and rcuc/N kernel thread(s) run at SCHED_FIFO {} while \
              scx_floor runs (restored on exit): each works inside RCU read-side sections, one \
              preempted there by an RT task stalls RCU, and irq_work/N delivers the BPF side's \
              wake-ups",
@@ -380,7 +380,7 @@ fn run(opts: Opts) -> Result<()> {
     }
     if !pcfg.raised_tids.is_empty() {
         drop(raise);
-        info!("irq_work/N and rcuc/N threads back at their own priority");
+        info!("irq_work/N and rcuc/N threads put back (a failure is warned above)");
     }
     Ok(())
 }

@@ -1542,8 +1542,8 @@ fn run_servers(
             let restored = restores != seen_restores;
             if restored {
                 info!(
-                    "the guardian restored boosted tasks and knobs while scx_floor was stopped \
-                     (a gap of {} ms here): setting the knobs again",
+                    "the guardian restored what scx_floor had changed while it was stopped \
+                     (a gap of {} ms here)",
                     slept / 1_000_000
                 );
                 seen_restores = restores;
@@ -1681,8 +1681,8 @@ fn free_stuck_threads(grace: Duration) -> usize {
             Ok(()) => {
                 n += 1;
                 info!(
-                    "{comm} (task {tid}) did not end within {} ms on its CPU (a real-time task \
-                     at its priority holds it): it may end on any CPU",
+                    "{comm} (task {tid}) had not ended {} ms after the stop (on a CPU a \
+                     real-time task at its priority holds, it cannot run): it may end on any CPU",
                     grace.as_millis()
                 );
             }

@@ -51,13 +51,13 @@ grep -q "scx_floor was stopped or starved" "$FLOOR_LOG" || fail "no log line for
 # guardian restores at its first poll, and scx_floor, which sees no long gap
 # in its own loop, sets the knobs again because the guardian counted it.
 g0=$(grep -c "scx-floor-guard: scx_floor is stopped: restored" "$FLOOR_LOG")
-r0=$(grep -c "the guardian restored boosted tasks and knobs while scx_floor was stopped" "$FLOOR_LOG")
+r0=$(grep -c "the guardian restored what scx_floor had changed while it was stopped" "$FLOOR_LOG")
 kill -STOP "$FLOOR_PID"
 sleep 0.2
 kill -CONT "$FLOOR_PID"
 wait_for 3 ext_is 0 >/dev/null || fail "ext_server runtime $(ext_server_runtime 1) 3 s after a 200 ms stop (not 0 again)"
 g1=$(grep -c "scx-floor-guard: scx_floor is stopped: restored" "$FLOOR_LOG")
-r1=$(grep -c "the guardian restored boosted tasks and knobs while scx_floor was stopped" "$FLOOR_LOG")
+r1=$(grep -c "the guardian restored what scx_floor had changed while it was stopped" "$FLOOR_LOG")
 [ "$g1" -gt "$g0" ] || fail "the guardian did not see a 200 ms stop (it polls every 50 ms)"
 [ "$r1" -gt "$r0" ] || fail "after a 200 ms stop, scx_floor did not set the knobs again"
 wait_fresh_boost "$n" 4 || fail "no boost after the 200 ms stop"

@@ -15,10 +15,10 @@ for sig in INT TERM; do
 	case "$ops" in scx_floor*) ;; *) fail "root/ops is '$ops'";; esac
 	note "loaded: state $(scx_state), ops $ops"
 	if [ ${#kt[@]} -gt 0 ]; then
-		# raised by the policy loop once the scheduler is attached
+		# raised before the scheduler attaches
 		wait_for 3 all_raised "${kt[@]}" >/dev/null ||
 			fail "while scx_floor runs, want SCHED_FIFO 99: $(sched_of_all "${kt[@]}" | tr '\n' ' ')"
-		grep -q "irq_work/N and rcuc/N thread(s) run at SCHED_FIFO 99" "$FLOOR_LOG" || fail "no log line for the kernel-thread raise"
+		grep -q "irq_work/N and rcuc/N kernel thread(s) run at SCHED_FIFO 99" "$FLOOR_LOG" || fail "no log line for the kernel-thread raise"
 	fi
 	sleep 2.5
 	grep -q 'normal_ms/s' "$FLOOR_LOG" || { cat "$FLOOR_LOG"; fail "--stats printed no table"; }
