@@ -304,10 +304,6 @@ policy_of() { chrt -p "$1" | awk -F': ' '/policy/ {print $2; exit}'; }
 # sched_of PID: its policy and RT priority, "SCHED_FIFO 99".
 sched_of() { chrt -p "$1" | awk -F': ' '/policy/ {p = $2} /priority/ {print p, $2; exit}'; }
 
-# irq_work_tid CPU: the tid of CPU's irq_work kernel thread (PREEMPT_RT
-# only), or nothing.
-irq_work_tid() { pgrep -x "irq_work/$1" | head -1; }
-
 # raised_tids CPU: "name=tid" of CPU's kernel threads that scx_floor raises
 # to SCHED_FIFO 99 while it runs (irq_work/N, rcuc/N; PREEMPT_RT only).
 raised_tids() {
