@@ -211,7 +211,17 @@ struct floor_boost_slot {
 	u64 run_since_ns;	/* start of the boosted run in progress, or 0 */
 	u32 pid;
 	u32 blocked;		/* it left the CPU not runnable (slept or exited) */
-	u64 __pad;
+	/*
+	 * 1 once a run of the task in sched_ext, with its own policy back,
+	 * was ended for the higher class it had been boosted above; 0 again
+	 * when a boosted run starts. That end is owed once per boost: the
+	 * listing outlives the boost while user space is stopped or exiting
+	 * (the guardian puts the policy back, not the listing), and ending
+	 * every later run at its start leaves each run nothing (tasks
+	 * switching thousands of times a second, none making progress).
+	 */
+	u32 policy_back;
+	u32 __pad;
 };
 
 #endif /* __SCX_FLOOR_INTF_H */

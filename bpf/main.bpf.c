@@ -322,16 +322,28 @@ static __always_inline u32 *boost_slot_of(const struct task_struct *p)
 	return pid ? bpf_map_lookup_elem(&boosted_pids, &pid) : NULL;
 }
 
-static __always_inline bool is_boosted(const struct task_struct *p)
-{
-	return boost_slot_of(p) != NULL;
-}
-
 static __always_inline struct floor_boost_slot *boost_slot(u32 i)
 {
 	if (i >= FLOOR_MAX_CPUS * FLOOR_SLOTS_PER_CPU)
 		return NULL;
 	return &boost_slots[i];
+}
+
+/*
+ * p, listed as boosted, starts a run in sched_ext: true the first time
+ * since its last boosted run began, and marks that run as the one.
+ */
+static __always_inline bool policy_back_first(const struct task_struct *p)
+{
+	struct floor_boost_slot *slot;
+	u32 *idx = boost_slot_of(p);
+
+	if (!idx)
+		return false;
+	slot = boost_slot(*idx);
+	if (!slot || slot->pid != p->pid)
+		return false;
+	return !__sync_lock_test_and_set(&slot->policy_back, 1);
 }
 
 /* Wakes CPU cpu's server thread (see server_wake). */
@@ -784,9 +796,10 @@ static __always_inline void run_begin(struct task_struct *p)
 	/*
 	 * A boosted task that just got its own policy back while it ran: the
 	 * policy change does not reschedule, so end its slice at once and let
-	 * the RT task it was boosted above have the CPU back.
+	 * the RT task it was boosted above have the CPU back. Once per boost
+	 * (see floor_boost_slot.policy_back): later runs are the server's.
 	 */
-	if (nr_boosted && is_boosted(p)) {
+	if (nr_boosted && policy_back_first(p)) {
 		sc->expired = 2;
 		if (slice_end == FLOOR_SLICE_END_BPF_TIMER)
 			bpf_timer_start(&sc->timer, 1, BPF_F_TIMER_CPU_PIN);
@@ -1063,6 +1076,7 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 		if (slot && slot->pid == next_pid) {
 			slot->run_since_ns = now;
 			slot->blocked = 0;
+			slot->policy_back = 0;
 		}
 		next_hi = false;
 	}

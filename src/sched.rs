@@ -496,6 +496,7 @@ impl BpfView {
                     run_since_ns: 0,
                     pid: tid,
                     blocked: 0,
+                    policy_back: 0,
                     __pad: 0,
                 },
             );
