@@ -15,6 +15,13 @@ fail() {
 	if [ -n "${FLOOR_LOG:-}" ] && [ -s "$FLOOR_LOG" ]; then
 		echo "  end of scx_floor's log:" >&2
 		grep -v '^ *[0-9]\+ \|^cpu \|^server:\|per-CPU accounting' "$FLOOR_LOG" | tail -6 | sed 's/^/    /' >&2
+		# the kernel's dump at an ejection: each CPU, what ran there, and
+		# its queued tasks with how long they had been runnable
+		if grep -q 'Debug dump' "$FLOOR_LOG"; then
+			echo "  the kernel's dump, CPUs and tasks:" >&2
+			sed -n '/Debug dump/,$p' "$FLOOR_LOG" | grep -E 'CPU|curr=|\[[0-9]+\]' |
+				head -40 | cut -c1-160 | sed 's/^/    /' >&2
+		fi
 	fi
 	dmesg | grep -E 'sched_ext|BUG:|WARNING:' | tail -4 | sed 's/^/    dmesg: /' >&2
 	# an RCU stall report names the CPUs or tasks that held the grace period
@@ -258,14 +265,8 @@ ext_server_runtime() { cat /sys/kernel/debug/sched/ext_server/cpu$1/runtime || e
 dl_total_bw() { awk '/dl_bw->total_bw/ { v = $NF + 0; if (!s || v > m) { m = v; s = 1 } } END { print m + 0 }' /sys/kernel/debug/sched/debug; }
 
 # wait_ext_server CPU VALUE SECS: until the ext_server runtime is VALUE.
-wait_ext_server() {
-	local i
-	for ((i = 0; i < $3 * 20; i++)); do
-		[ "$(ext_server_runtime "$1")" = "$2" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
+ext_server_is() { [ "$(ext_server_runtime "$1")" = "$2" ]; }
+wait_ext_server() { wait_for "$3" ext_server_is "$1" "$2" >/dev/null; }
 
 # as_controller: make this shell FIFO 90 on CPU 0 so that it keeps running
 # while RT hogs own CPU 1 (its children must set their own policy).
@@ -326,40 +327,40 @@ all_raised() {
 	for e in "$@"; do [ "$(sched_of "${e#*=}")" = "SCHED_FIFO 99" ] || return 1; done
 }
 
-# wait_boosted PID SECS: until PID runs at SCHED_FIFO or SCHED_DEADLINE.
-wait_boosted() {
-	local i
-	for ((i = 0; i < $2 * 50; i++)); do
-		case "$(policy_of "$1")" in SCHED_FIFO*|SCHED_DEADLINE*) return 0;; esac
-		sleep 0.02
-	done
-	return 1
-}
+# wait_boosted PID SECS: until PID runs at SCHED_FIFO or SCHED_DEADLINE
+# (looks every 20 ms).
+is_boosted() { case "$(policy_of "$1")" in SCHED_FIFO*|SCHED_DEADLINE*) return 0;; esac; return 1; }
+not_boosted() { ! is_boosted "$1"; }
+wait_boosted() { WAIT_POLL=0.02 wait_for "$2" is_boosted "$1" >/dev/null; }
 
 # wait_fresh_boost PID SECS: until a boost of PID *begins*: a boost seen at
 # the first look may be near its end (a period whose budget was partly used
 # before the hog came leaves a short boost), and a signal sent after it finds
-# nothing to restore (CI at fdf39c7 and aa0c183: the guardian "restored 0
-# boosted task(s)" with the task already back at SCHED_OTHER). So: a boost,
-# its end, then the next one, which starts with the whole budget of a period.
+# nothing to restore. So: a boost, its end (or SECS), then the next one, which
+# starts with the whole budget of a period. Even a fresh boost can end before
+# a signal sent after it lands; a test that needs the boost at the signal
+# checks the policy just after sending it.
 wait_fresh_boost() {
-	local i
 	wait_boosted "$1" "$2" || return 1
-	for ((i = 0; i < $2 * 50; i++)); do
-		case "$(policy_of "$1")" in SCHED_FIFO*|SCHED_DEADLINE*) sleep 0.02;; *) break;; esac
-	done
+	WAIT_POLL=0.02 wait_for "$2" not_boosted "$1" >/dev/null
 	wait_boosted "$1" "$2"
 }
 
-# wait_for SECS CMD...: until CMD succeeds (polls every 50 ms); prints the ms waited.
+# now_ms: wall-clock milliseconds (bash's EPOCHREALTIME, in microseconds).
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+
+# wait_for SECS CMD...: until CMD succeeds, polling every WAIT_POLL s
+# (default 0.05), for at most SECS of wall-clock time (under load a look takes longer than its sleep, so
+# counting turns would wait far longer); prints the ms waited.
 wait_for() {
-	local secs=$1 i
+	local secs=$1 t0=${EPOCHREALTIME/./} ms
 	shift
-	for ((i = 0; i < secs * 20; i++)); do
-		"$@" && { echo $((i * 50)); return 0; }
-		sleep 0.05
+	while :; do
+		ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+		"$@" && { echo "$ms"; return 0; }
+		[ "$ms" -lt $((secs * 1000)) ] || return 1
+		sleep "${WAIT_POLL:-0.05}"
 	done
-	return 1
 }
 
 # hog_slices NHOGS [ARGS...]: NHOGS CPU hogs pinned to CPU 1 for 5 s, under

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Faults (issue 6), each while a normal task pinned to CPU 1 is boosted above
 # an RR hog there (at SCHED_FIFO: DEADLINE is refused for a pinned task):
-# - SIGSTOP of scx_floor for 12 s: within 1 s the guardian puts the task back
+# - SIGSTOP of scx_floor for 12 s: within 2 s the guardian puts the task back
 #   to SCHED_OTHER and the kernel's ext_server runtime back to its saved
 #   value (it logs it), so that no boost outlives the stop; the kernel's
 #   ext_server then serves the starving task under the BPF dispatcher, which
@@ -25,11 +25,29 @@ start_floor --server-runtime-us 600000 --server-period-us 1000000
 n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 h=$(rt_hog 1 rr 25 60) || fail "no hog"
-wait_fresh_boost "$n" 4 || fail "the normal task was never boosted"
-kill -STOP "$FLOOR_PID"
-ms=$(wait_for 1 other "$n") || fail "task still $(policy_of "$n") 1 s after SIGSTOP"
-wait_for 1 ext_is "$orig" >/dev/null || fail "ext_server runtime $(ext_server_runtime 1) (saved $orig) while stopped"
-note "SIGSTOP during a boost: task SCHED_OTHER within $ms ms, ext_server runtime back to $orig"
+# A boost can end on its own between the look and the stop (one with little
+# of the period's budget left), and the guardian then rightly restores no
+# task (scx_floor's loop ended the boost before it stopped). Such a stop
+# tests nothing: continue, and stop again at the next boost. A boost the
+# guardian misses stays, and fails the SCHED_OTHER check.
+guard_stops() { grep -c "scx-floor-guard: scx_floor is stopped: restored" "$FLOOR_LOG"; }
+guard_stops_above() { [ "$(guard_stops)" -gt "$1" ]; }
+caught=
+for try in 1 2 3 4 5; do
+	wait_fresh_boost "$n" 4 || fail "the normal task was never boosted"
+	g0=$(guard_stops)
+	kill -STOP "$FLOOR_PID"
+	ms=$(wait_for 2 other "$n") || fail "task still $(policy_of "$n") 2 s after SIGSTOP"
+	wait_for 2 ext_is "$orig" >/dev/null || fail "ext_server runtime $(ext_server_runtime 1) (saved $orig) while stopped"
+	wait_for 2 guard_stops_above "$g0" >/dev/null || fail "no guardian log line for the stop"
+	line=$(grep "scx-floor-guard: scx_floor is stopped: restored" "$FLOOR_LOG" | tail -1)
+	case $line in *"restored 0 boosted"*) ;; *) caught=$try; break;; esac
+	kill -CONT "$FLOOR_PID"
+	wait_for 3 ext_is 0 >/dev/null || fail "ext_server runtime $(ext_server_runtime 1) after SIGCONT (not 0 again)"
+done
+[ -n "$caught" ] || fail "in 5 tries, SIGSTOP never found a boost to restore: $line"
+case $line in *"and 2 kernel knob(s)"*) ;; *) fail "the guardian did not restore both knobs: $line";; esac
+note "SIGSTOP during a boost (try $caught): task SCHED_OTHER within $ms ms, ext_server runtime back to $orig"
 # The BPF dispatcher runs on without user space, and the kernel's ext_server,
 # its runtime back, serves the pinned task under the RT hog.
 seq0=$(enable_seq)
@@ -44,19 +62,17 @@ sleep 4
 kill -CONT "$FLOOR_PID"
 wait_for 3 ext_is 0 >/dev/null || fail "ext_server runtime $(ext_server_runtime 1) after SIGCONT (not 0 again)"
 wait_fresh_boost "$n" 4 || fail "no boost after SIGCONT"
-grep -q "scx-floor-guard: scx_floor is stopped: restored [1-9][0-9]* boosted task(s) and 2 kernel knob(s)" "$FLOOR_LOG" ||
-	fail "no guardian log line for the stop"
 grep -q "scx_floor was stopped or starved" "$FLOOR_LOG" || fail "no log line for the stop after SIGCONT"
 # A 200 ms stop (strace -p, a debugger's attach; issue 16 item 2): the
 # guardian restores at its first poll, and scx_floor, which sees no long gap
 # in its own loop, sets the knobs again because the guardian counted it.
-g0=$(grep -c "scx-floor-guard: scx_floor is stopped: restored" "$FLOOR_LOG")
+g0=$(guard_stops)
 r0=$(grep -c "the guardian restored what scx_floor had changed while it was stopped" "$FLOOR_LOG")
 kill -STOP "$FLOOR_PID"
 sleep 0.2
 kill -CONT "$FLOOR_PID"
 wait_for 3 ext_is 0 >/dev/null || fail "ext_server runtime $(ext_server_runtime 1) 3 s after a 200 ms stop (not 0 again)"
-g1=$(grep -c "scx-floor-guard: scx_floor is stopped: restored" "$FLOOR_LOG")
+g1=$(guard_stops)
 r1=$(grep -c "the guardian restored what scx_floor had changed while it was stopped" "$FLOOR_LOG")
 [ "$g1" -gt "$g0" ] || fail "the guardian did not see a 200 ms stop (it polls every 50 ms)"
 [ "$r1" -gt "$r0" ] || fail "after a 200 ms stop, scx_floor did not set the knobs again"
