@@ -46,6 +46,12 @@ enum floor_consts {
 	 */
 	FLOOR_WATCHDOG_TIMEOUT_MS = 10000,
 	/*
+	 * Entries of the BPF waiters map (normal tasks queued while a higher
+	 * class holds a CPU). A waiter the full map refuses is counted
+	 * (nr_waiters_dropped) and found by the policy loop's /proc scan.
+	 */
+	FLOOR_MAX_WAITERS = 16384,
+	/*
 	 * Starvation guard of the dispatcher: a queued normal task that has
 	 * waited this long (ms, since it last ran) is dispatched before vtime
 	 * order. Pure vtime order lets a low-weight task (nice 19 has weight 1
@@ -58,7 +64,12 @@ enum floor_consts {
 	 * at most (a power of two). */
 	FLOOR_STARVE_SCAN_MS = 100,
 	FLOOR_STARVE_MAX_RESCUE = 4,
-	/* Boost slots per CPU: at most this many tasks boosted at once per CPU. */
+	/*
+	 * Boost slots per CPU: at most this many tasks boosted at once per CPU,
+	 * so at most this many starving tasks served per server period. A step
+	 * that leaves starving tasks out for this limit is counted (slots_full)
+	 * and logged once.
+	 */
 	FLOOR_SLOTS_PER_CPU = 16,
 	/* Upper bound of boosted tasks tracked at once (see boosted_pids). */
 	FLOOR_MAX_BOOSTED = FLOOR_MAX_CPUS * FLOOR_SLOTS_PER_CPU,
@@ -178,6 +189,10 @@ struct floor_cpu_stat {
 	/* tasks preempted inside an RCU read-side section that queued at the
 	 * front (rcu_boost) */
 	u64 nr_rcu_boost;
+	/* waiters of this CPU the waiters map refused (full: FLOOR_MAX_WAITERS
+	 * entries); the policy loop's /proc scan finds them while the CPU
+	 * starves (lost_found) */
+	u64 nr_waiters_dropped;
 	/* log2 histograms (see FLOOR_HIST_*) of run lengths and overshoots, ns */
 	u64 runlen_hist[FLOOR_HIST_BUCKETS];
 	u64 overshoot_hist[FLOOR_HIST_BUCKETS];

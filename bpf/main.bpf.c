@@ -164,7 +164,7 @@ struct {
 /* Normal tasks queued while some CPU runs a higher class (see intf.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, FLOOR_MAX_WAITERS);
 	__type(key, u32);
 	__type(value, struct floor_waiter);
 } waiters SEC(".maps");
@@ -405,8 +405,13 @@ static __always_inline void waiter_add(struct task_struct *p, s32 cpu, u64 now)
 		.start_ticks = p->start_boottime / 10000000,
 	};
 	u32 pid = p->pid;
+	struct floor_cpu_stat *st;
 
-	bpf_map_update_elem(&waiters, &pid, &w, BPF_ANY);
+	if (bpf_map_update_elem(&waiters, &pid, &w, BPF_ANY)) {
+		st = cpu_stat(cpu);
+		if (st)
+			__sync_fetch_and_add(&st->nr_waiters_dropped, 1);
+	}
 }
 
 static __always_inline void waiter_del(struct task_struct *p)

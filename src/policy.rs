@@ -354,6 +354,9 @@ struct CpuAgent<'v> {
     unbeatable_at_ns: u64,
     /// the last such task warned about (pid)
     warned_pid: u32,
+    /// the slot limit and the full waiters map were logged (once each)
+    warned_slots: bool,
+    warned_waiters: bool,
     /// when to look again whether to hand the CPU over, ns (0: no need)
     handoff_check_ns: u64,
     /// the server's configuration for SCHED_FIFO boosts (kernel-cut mode
@@ -690,6 +693,7 @@ impl<'v> CpuAgent<'v> {
             &mut self.counts.lost_found,
             &mut self.last_scan_ns,
         );
+        self.warn_limits_once();
         if again {
             s.now_ns
         } else if self.handoff_check_ns != 0 {
@@ -748,6 +752,33 @@ impl<'v> CpuAgent<'v> {
         // nothing can: a boost could not preempt the task that holds the CPU.
         matches!(self.reach, Reach::ExtServer | Reach::None)
             .then(|| s.now_ns + (period / 4).max(10_000_000))
+    }
+
+    /// Logs, once each, that more tasks starved than the CPU's boost slots
+    /// take, and that the BPF waiters map refused waiters of this CPU
+    /// (both counted in the server table of `--stats`).
+    fn warn_limits_once(&mut self) {
+        if !self.warned_slots && self.server.stats.slots_full > 0 {
+            self.warned_slots = true;
+            warn!(
+                "cpu {}: more normal tasks starve here than scx_floor boosts at once ({MAX_BOOSTED}): \
+                 the others wait for a later period, and one that waits {} s makes the kernel \
+                 eject scx_floor (slots_full in --stats counts such steps)",
+                self.cpu,
+                crate::bpf_intf::floor_consts_FLOOR_WATCHDOG_TIMEOUT_MS / 1000
+            );
+        }
+        let dropped = self.view.waiters_dropped(self.cpu);
+        if !self.warned_waiters && dropped > 0 {
+            self.warned_waiters = true;
+            warn!(
+                "cpu {}: the BPF waiters map is full ({} entries): {dropped} waiting task(s) \
+                 of this CPU not listed; the /proc scan finds those of a starving CPU once a \
+                 second (waiters_dropped and lost_found in --stats)",
+                self.cpu,
+                crate::bpf_intf::floor_consts_FLOOR_MAX_WAITERS
+            );
+        }
     }
 
     /// Logs, once per task, that `hi` holds the CPU above SCHED_FIFO
@@ -889,6 +920,8 @@ impl<'v> CpuAgent<'v> {
             debt_us: self.server.debt_ns() as f64 / 1e3,
             by: self.reach.name(),
             lost_found: self.counts.lost_found,
+            slots_full: s.slots_full,
+            waiters_dropped: self.view.waiters_dropped(self.cpu),
             tasks: s.last_period_tasks,
             min_share_ms: s.last_period_min_share_ns as f64 / 1e6,
         }
@@ -1161,6 +1194,8 @@ fn plan_cpu(
         },
         unbeatable_at_ns: 0,
         warned_pid: 0,
+        warned_slots: false,
+        warned_waiters: false,
         handoff_check_ns: 0,
         fifo_cfg: sc,
         base_mode: cfg.boost_mode,

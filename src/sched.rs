@@ -290,6 +290,13 @@ impl BpfView {
         )
     }
 
+    /// Waiters of `cpu` the full BPF waiters map refused since load
+    /// (`nr_waiters_dropped`).
+    pub fn waiters_dropped(&self, cpu: usize) -> u64 {
+        // SAFETY: see stat().
+        unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*self.stat(cpu)).nr_waiters_dropped)) }
+    }
+
     /// Every entry of the BPF `waiters` map: (tid, entry). One batched
     /// lookup (a system call per 256 entries, not two per entry).
     pub fn waiters(&self) -> Vec<(u32, Waiter)> {

@@ -304,6 +304,10 @@ pub struct ServerStats {
     /// the least run time one of those got from its boosts in that
     /// period, ns (0 when there were none)
     pub last_period_min_share_ns: u64,
+    /// steps that left starving tasks for a later period because every
+    /// boost slot of the CPU ([`MAX_BOOSTED`]) was taken, though the budget
+    /// had a share of at least [`MIN_SHARE_NS`] for more
+    pub slots_full: u64,
 }
 
 fn restores_in(st: &Step) -> Vec<u32> {
@@ -769,10 +773,11 @@ impl CpuServer {
             let mut ws: Vec<Waiter> = ws.take().unwrap_or_else(&mut starving);
             ws.sort_by_key(|w| self.served_in.get(&w.pid).map_or(0, |p| p + 1));
             let fresh = ws.iter().any(|w| !self.exhausted.contains(&w.pid));
+            let shares = (owed / MIN_SHARE_NS) as usize;
             let room = if self.cfg.kernel_cut {
                 1
             } else {
-                ((owed / MIN_SHARE_NS) as usize).clamp(1, MAX_BOOSTED)
+                shares.clamp(1, MAX_BOOSTED)
             };
             // done tasks may be boosted again (not in kernel-cut mode: the
             // kernel holds a SCHED_DEADLINE boost to the runtime it was given)
@@ -782,6 +787,9 @@ impl CpuServer {
             for w in ws {
                 if keep.len() + again >= room {
                     left_out = true;
+                    if !self.cfg.kernel_cut && shares > MAX_BOOSTED {
+                        self.stats.slots_full += 1;
+                    }
                     break;
                 }
                 if keep.iter().any(|(a, _)| a.pid == w.pid)
@@ -1775,6 +1783,40 @@ mod tests {
         );
         // 600 us owed: two shares of 300 us, not four of 150 us
         assert_eq!(boosts(&st), vec![(1, 300_000), (2, 300_000)]);
+    }
+
+    #[test]
+    fn more_starving_tasks_than_slots_are_counted() {
+        let pids: Vec<u32> = (1..=MAX_BOOSTED as u32 + 4).collect();
+        let t = Tasks::new(&pids);
+        let ws = || pids.iter().map(|&p| w(p, 100)).collect::<Vec<_>>();
+        // 60 ms owed: room for 240 shares of MIN_SHARE_NS, slots for 16
+        let mut s = CpuServer::new(cfg(60), &at(0, 0, 0));
+        let st = s.step(&at(938, 0, 0), |p| t.get(p), ws);
+        assert_eq!(boosts(&st).len(), MAX_BOOSTED);
+        assert_eq!(s.stats.slots_full, 1);
+        // as many tasks as slots: nobody left out, nothing counted
+        let t = Tasks::new(&pids[..MAX_BOOSTED]);
+        let mut s = CpuServer::new(cfg(60), &at(0, 0, 0));
+        let st = s.step(
+            &at(938, 0, 0),
+            |p| t.get(p),
+            || {
+                pids[..MAX_BOOSTED]
+                    .iter()
+                    .map(|&p| w(p, 100))
+                    .collect::<Vec<_>>()
+            },
+        );
+        assert_eq!(boosts(&st).len(), MAX_BOOSTED);
+        assert_eq!(s.stats.slots_full, 0);
+        // a budget that has shares for fewer tasks than slots leaves tasks
+        // out by the budget, not by the slots
+        let t = Tasks::new(&pids);
+        let mut s = CpuServer::new(cfg_ns(4 * MIN_SHARE_NS), &at(0, 0, 0));
+        let st = s.step(&at(998, 0, 0), |p| t.get(p), ws);
+        assert_eq!(boosts(&st).len(), 4);
+        assert_eq!(s.stats.slots_full, 0);
     }
 
     #[test]

@@ -434,17 +434,23 @@ pub struct ServerRow {
     /// the least run time one of those got from its boosts in that period,
     /// ms (the floor's split: by weight, see `water_fill()` in server.rs)
     pub min_share_ms: f64,
+    /// steps that left starving tasks for a later period because all the
+    /// CPU's boost slots were taken (`ServerStats::slots_full`)
+    pub slots_full: u64,
+    /// waiters of the CPU the full BPF waiters map refused
+    /// (`nr_waiters_dropped`)
+    pub waiters_dropped: u64,
 }
 
 /// The server table of `--stats`: one line per served CPU.
 pub fn format_server_table(rows: &[ServerRow]) -> String {
     let mut s = String::from(
         "server: cpu periods delivered_ms boosted_ms boosts_dl boosts_fifo failed handed_over \
-         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us debt_us by lost_found tasks min_share_ms\n",
+         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us debt_us by lost_found tasks min_share_ms slots_full waiters_dropped\n",
     );
     for r in rows {
         s += &format!(
-            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1} {:>7.1} {:>4} {:>10} {:>5} {:>12.2}\n",
+            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1} {:>7.1} {:>4} {:>10} {:>5} {:>12.2} {:>10} {:>15}\n",
             r.cpu,
             r.periods,
             r.delivered_ms,
@@ -463,7 +469,9 @@ pub fn format_server_table(rows: &[ServerRow]) -> String {
             r.by,
             r.lost_found,
             r.tasks,
-            r.min_share_ms
+            r.min_share_ms,
+            r.slots_full,
+            r.waiters_dropped
         );
     }
     s
