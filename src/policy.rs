@@ -768,8 +768,11 @@ impl<'v> CpuAgent<'v> {
                 crate::bpf_intf::floor_consts_FLOOR_WATCHDOG_TIMEOUT_MS / 1000
             );
         }
+        if self.warned_waiters {
+            return;
+        }
         let dropped = self.view.waiters_dropped(self.cpu);
-        if !self.warned_waiters && dropped > 0 {
+        if dropped > 0 {
             self.warned_waiters = true;
             warn!(
                 "cpu {}: the BPF waiters map is full ({} entries): {dropped} waiting task(s) \

@@ -346,12 +346,10 @@ wait_fresh_boost() {
 	wait_boosted "$1" "$2"
 }
 
-# now_ms: wall-clock milliseconds (bash's EPOCHREALTIME, in microseconds).
-now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
-
 # wait_for SECS CMD...: until CMD succeeds, polling every WAIT_POLL s
-# (default 0.05), for at most SECS of wall-clock time (under load a look takes longer than its sleep, so
-# counting turns would wait far longer); prints the ms waited.
+# (default 0.05), for at most SECS of wall-clock time (bash's EPOCHREALTIME:
+# under load a look takes longer than its sleep, so counting turns would
+# wait far longer); prints the ms waited.
 wait_for() {
 	local secs=$1 t0=${EPOCHREALTIME/./} ms
 	shift
