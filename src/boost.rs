@@ -168,16 +168,17 @@ pub const ERR_CHANGED: i32 = libc::ESTALE;
 /// Whether `now` (a task's attributes, [`current_attr`]) are still those
 /// scx_floor gave it with `boost`: the same policy, the reset-on-fork flag
 /// every boost sets, and the same RT priority (SCHED_FIFO) or runtime and
-/// period (SCHED_DEADLINE). A task an administrator moved with `chrt`
-/// during the boost, to any policy or priority, fails it, and is left as
-/// they set it; so does a reused thread id at its own policy.
+/// period (SCHED_DEADLINE; or those of [`dl_zero_attr`], which [`unboost`]
+/// sets first: a restore cut short after it must still be finished). A task
+/// an administrator moved with `chrt` during the boost, to any policy or
+/// priority, fails it, and is left as they set it; so does a reused thread
+/// id at its own policy.
 pub fn is_boost_of(now: &SchedAttr, boost: &SchedAttr) -> bool {
+    let dl = |a: &SchedAttr| (a.sched_runtime, a.sched_period);
     now.sched_policy == boost.sched_policy
         && now.sched_flags & SCHED_FLAG_RESET_ON_FORK != 0
         && match boost.sched_policy {
-            SCHED_DEADLINE => {
-                now.sched_runtime == boost.sched_runtime && now.sched_period == boost.sched_period
-            }
+            SCHED_DEADLINE => dl(now) == dl(boost) || dl(now) == dl(&dl_zero_attr()),
             _ => now.sched_priority == boost.sched_priority,
         }
 }
@@ -319,7 +320,7 @@ pub const BOOST_RECS: usize = MAX_CPUS * crate::bpf_intf::floor_consts_FLOOR_SLO
 pub const JOURNAL_RECS: usize = BOOST_RECS + RAISED_KTHREADS.len() * MAX_CPUS;
 
 /// The journal of boosted tasks: a root-only file on tmpfs mapped shared
-/// into memory, one 32-byte record per boost slot. Writing a record is a
+/// into memory, one 56-byte record per boost slot. Writing a record is a
 /// few memory stores, no system call, yet it outlives the process: the page
 /// cache of the file is what the guardian (or the next start) reads. A file
 /// of another size is another version's layout: it is cleared, not read.
@@ -524,6 +525,59 @@ pub fn needs_restore(e: &Entry, now_start: Option<u64>, now: Option<&SchedAttr>)
     now_start == Some(e.start)
         && now.is_some_and(|a| is_boost_of(a, &e.boost))
         && !is_boost_policy(e.saved.sched_policy)
+}
+
+/// Replays a journal file of the 32-byte record layout of earlier versions
+/// (state u32, tid u32, start u64, policy u32, flags u32, nice i32, prio
+/// u32; no boost attributes), then removes it; returns how many tasks and
+/// kernel threads it put back. A boosted task is restored if it is the same
+/// task and runs at SCHED_FIFO or SCHED_DEADLINE (those versions' rule), a
+/// raised thread if it is at SCHED_FIFO [`RAISE_PRIO`]. The file is read,
+/// never truncated: an old guardian may still have it mapped. None there: 0.
+pub fn replay_legacy(path: &Path) -> usize {
+    let Ok(bytes) = fs::read(path) else { return 0 };
+    let mut n = 0;
+    for rec in bytes.chunks_exact(32) {
+        let u32_at = |o: usize| u32::from_ne_bytes(rec[o..o + 4].try_into().unwrap());
+        let state = u32_at(0);
+        if state != REC_BOOSTED && state != REC_RAISED {
+            continue;
+        }
+        let tid = u32_at(4);
+        let start = u64::from_ne_bytes(rec[8..16].try_into().unwrap());
+        let saved = SchedAttr {
+            size: ATTR_SIZE,
+            sched_policy: u32_at(16),
+            sched_flags: u32_at(20) as u64,
+            sched_nice: u32_at(24) as i32,
+            sched_priority: u32_at(28),
+            ..Default::default()
+        };
+        let (Some((now_start, _)), Ok(now)) = (stat_of(tid), current_attr(tid)) else {
+            continue;
+        };
+        let ours = now_start == start
+            && if state == REC_BOOSTED {
+                is_boost_policy(now.sched_policy) && !is_boost_policy(saved.sched_policy)
+            } else {
+                now.sched_policy == SCHED_FIFO && now.sched_priority == RAISE_PRIO
+            };
+        if ours {
+            let r = if state == REC_BOOSTED {
+                unboost(tid, &saved, &now)
+            } else {
+                set_attr(tid, &restore_attr_of(&saved))
+            };
+            match r {
+                Ok(()) => n += 1,
+                Err(e) => log::warn!("could not restore task {tid} (older journal): {e}"),
+            }
+        }
+    }
+    if let Err(e) = fs::remove_file(path) {
+        log::warn!("removing {}: {e}", path.display());
+    }
+    n
 }
 
 /// Puts back every boosted task in the journal and empties its boost
@@ -918,6 +972,30 @@ mod tests {
     }
 
     #[test]
+    fn an_older_journal_is_replayed_once_and_removed() {
+        let d = std::env::temp_dir().join(format!("scx_floor_legacy_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        let path = d.join("boosted.journal");
+        // this thread (alive, at its own policy: nothing to restore) and a
+        // task that is gone, in the 32-byte layout
+        let me = unsafe { libc::gettid() } as u32;
+        let start = stat_of(me).unwrap().0;
+        let mut old = vec![0u8; 4 * 32];
+        for (i, (tid, st)) in [(me, start), (4_194_305, 1)].iter().enumerate() {
+            let r = &mut old[i * 32..(i + 1) * 32];
+            r[0..4].copy_from_slice(&REC_BOOSTED.to_ne_bytes());
+            r[4..8].copy_from_slice(&tid.to_ne_bytes());
+            r[8..16].copy_from_slice(&st.to_ne_bytes());
+        }
+        fs::write(&path, &old).unwrap();
+        assert_eq!(replay_legacy(&path), 0, "nothing at a boost policy");
+        assert!(!path.exists(), "removed after its replay");
+        assert_eq!(replay_legacy(&path), 0, "none there");
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
     fn a_journal_of_another_layout_is_cleared_not_read() {
         let d = std::env::temp_dir().join(format!("scx_floor_layout_{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
@@ -1004,6 +1082,10 @@ mod tests {
         j.record(18, &dl);
         assert_eq!(j2.entries()[1], (18, dl));
         assert!(needs_restore(&dl, Some(777), Some(&dl.boost)));
+        assert!(
+            needs_restore(&dl, Some(777), Some(&dl_zero_attr())),
+            "shrunk by unboost, its restore cut short: still ours"
+        );
         assert!(!needs_restore(&dl, Some(777), Some(&fifo)));
         assert!(
             !needs_restore(

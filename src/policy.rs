@@ -60,6 +60,13 @@ pub const STATE_DIR: &str = "/run/scx_floor";
 
 /// The journal of boosted tasks under `state_dir`.
 pub fn journal_path(state_dir: &std::path::Path) -> PathBuf {
+    state_dir.join("boosted.v2.journal")
+}
+
+/// The boost journal of scx_floor versions before the boost's attributes
+/// were journaled (32-byte records), replayed once at start by
+/// [`boost::replay_legacy`].
+pub fn legacy_journal_path(state_dir: &std::path::Path) -> PathBuf {
     state_dir.join("boosted.journal")
 }
 
@@ -522,9 +529,17 @@ impl<'v> CpuAgent<'v> {
                     |e| e.to_string(),
                     |a| format!("policy {}, priority {}", a.sched_policy, a.sched_priority),
                 );
+                let was = if boost.sched_policy == boost::SCHED_DEADLINE {
+                    format!(
+                        "runtime {} ns, period {} ns",
+                        boost.sched_runtime, boost.sched_period
+                    )
+                } else {
+                    format!("priority {}", boost.sched_priority)
+                };
                 info!(
-                    "cpu {}: task {tid} was given other scheduling attributes during its boost (policy {}, priority {}; {now} now): left as they are",
-                    self.cpu, boost.sched_policy, boost.sched_priority
+                    "cpu {}: task {tid} was given other scheduling attributes during its boost (policy {}, {was}; {now} now): left as they are",
+                    self.cpu, boost.sched_policy
                 );
                 false
             }
