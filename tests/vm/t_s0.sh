@@ -26,7 +26,11 @@
 # 10 s run, at aa0c183: 10 against 2 alone), so they are only held against
 # a gross regression: over the probe alone's count + 3 the probe alone is
 # measured again with scx_floor stopped, the higher count kept, and more
-# than 3 times that + 10 fails.
+# than 3 times that + 10, and more than OUT_FLOOR, fails. OUT_FLOOR (100 in
+# 10 s) is what a noise source of 10 Hz or more on CPU 1, each stop over
+# 1 ms, gives at least; the emulator alone, beside scx_floor, has reached
+# 27 (the probe alone then 1), 42 and 52 (the probe alone 12 and 4 around
+# it) in CI runs, its bursts not following the probe-alone count.
 # (Traced with sched_switch/irq/hrtimer events: the kernel-cut gaps are the
 # boosted task's run until the hrtick, which TCG delivers 0.3-1.8 ms late; a
 # FIFO boost is the executor's two sched_setattr() calls, two switches and
@@ -34,6 +38,7 @@
 # tick, vCPU stalls.)
 source "$(dirname "$0")/lib.sh"
 AB=${AB:-$ROOT/target/release/scx_floor-ab}
+OUT_FLOOR=100
 as_controller
 dmesg -C
 rt_orig=$(cat /proc/sys/kernel/sched_rt_runtime_us)
@@ -104,7 +109,7 @@ for mode in default dl; do
 	note "$mode: gaps > 1 ms: $n_in within 10 ms of the $n_boosts boosts in the log, $n_out elsewhere"
 	figure "${mode}_longest_gap_us" "$MAXG"
 	figure "${mode}_gaps_near_boosts_per_boost" "$(awk -v a="$n_in" -v b="$n_boosts" 'BEGIN { printf "%.2f", b ? a / b : 0 }')" "<= 2"
-	figure "${mode}_gaps_elsewhere" "$n_out" "<= 3 x floor + 10"
+	figure "${mode}_gaps_elsewhere" "$n_out" "<= max(3 x floor + 10, $OUT_FLOOR)"
 	figure "${mode}_overrun_max_us" "$omax" "<= 4500"
 	[ "$n_boosts" -ge 1 ] || fail "$mode: no boost on CPU 1 in scx_floor's -v log"
 	[ "$n_in" -le $((2 * n_boosts)) ] ||
@@ -113,8 +118,10 @@ for mode in default dl; do
 		probe "$mode-recheck (the probe alone again)"
 		[ "$N1" -le "$floor_n1" ] || floor_n1=$N1
 	fi
-	[ "$n_out" -le $((3 * floor_n1 + 10)) ] ||
-		fail "$mode: $n_out gaps > 1 ms away from boosts, the probe alone $floor_n1 (3 x that + 10 allowed)"
+	allowed=$((3 * floor_n1 + 10))
+	[ "$allowed" -ge "$OUT_FLOOR" ] || allowed=$OUT_FLOOR
+	[ "$n_out" -le "$allowed" ] ||
+		fail "$mode: $n_out gaps > 1 ms away from boosts, the probe alone $floor_n1 ($allowed allowed: 3 x that + 10, at least $OUT_FLOOR)"
 	le "$omax" 4500 || fail "$mode: overrun max $omax us > 4.5 ms (boosts not cut on time)"
 	[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt_orig" ] || fail "sched_rt_runtime_us not restored after $mode"
 done
