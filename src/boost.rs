@@ -116,8 +116,7 @@ pub fn restore_attr_of(saved: &SchedAttr) -> SchedAttr {
 }
 
 /// Gives `tid` its own policy back: `saved` are its attributes before the
-/// boost, `now` its attributes now ([`current_attr`]). Its nice value is
-/// `now`'s: a `renice` made during the boost stays.
+/// boost, `now` its attributes now (sched_getattr).
 ///
 /// A SCHED_DEADLINE task switched to another policy while it sleeps keeps
 /// its bandwidth in the root domain's admission total (`dl_bw->total_bw`)
@@ -146,59 +145,7 @@ pub fn unboost(tid: u32, saved: &SchedAttr, now: &SchedAttr) -> std::io::Result<
     {
         let _ = set_attr(tid, &dl_zero_attr());
     }
-    set_attr(tid, &restore_keeping_nice(saved, now))
-}
-
-/// [`restore_attr_of`] `saved`, with the nice value of `now`
-/// ([`current_attr`]): what undoes a boost without undoing a `renice` an
-/// administrator made while it lasted.
-pub fn restore_keeping_nice(saved: &SchedAttr, now: &SchedAttr) -> SchedAttr {
-    SchedAttr {
-        sched_nice: now.sched_nice,
-        ..restore_attr_of(saved)
-    }
-}
-
-/// `errno` the restores give when a task no longer has the attributes its
-/// boost gave it ([`is_boost_of`] is false): someone else changed them
-/// during the boost (`chrt`), or the thread id now names another task.
-/// Nothing was changed.
-pub const ERR_CHANGED: i32 = libc::ESTALE;
-
-/// Whether `now` (a task's attributes, [`current_attr`]) are still those
-/// scx_floor gave it with `boost`: the same policy, the reset-on-fork flag
-/// every boost sets, and the same RT priority (SCHED_FIFO) or runtime and
-/// period (SCHED_DEADLINE; or those of [`dl_zero_attr`], which [`unboost`]
-/// sets first: a restore cut short after it must still be finished). A task
-/// an administrator moved with `chrt` during the boost, to any policy or
-/// priority, fails it, and is left as they set it; so does a reused thread
-/// id at its own policy.
-pub fn is_boost_of(now: &SchedAttr, boost: &SchedAttr) -> bool {
-    let dl = |a: &SchedAttr| (a.sched_runtime, a.sched_period);
-    now.sched_policy == boost.sched_policy
-        && now.sched_flags & SCHED_FLAG_RESET_ON_FORK != 0
-        && match boost.sched_policy {
-            SCHED_DEADLINE => dl(now) == dl(boost) || dl(now) == dl(&dl_zero_attr()),
-            _ => now.sched_priority == boost.sched_priority,
-        }
-}
-
-/// `sched_getattr(2)` of `tid` with its nice value filled in for every
-/// policy: the kernel reports nice only for the fair policies, and a
-/// `renice` of an RT or DEADLINE task still sets the nice it gets back
-/// with a normal policy (`getpriority(2)`, PRIO_PROCESS). Errors: ESRCH
-/// when it is gone.
-pub fn current_attr(tid: u32) -> std::io::Result<SchedAttr> {
-    let mut a = get_attr(tid)?;
-    if !is_normal_policy(a.sched_policy) {
-        // SAFETY: no pointers; the raw call returns 20 - nice (1..40).
-        let r = unsafe { libc::syscall(libc::SYS_getpriority, libc::PRIO_PROCESS, tid) };
-        if r < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        a.sched_nice = 20 - r as i32;
-    }
-    Ok(a)
+    set_attr(tid, &restore_attr_of(saved))
 }
 
 /// Period of the zero-bandwidth reservation, ns: with [`DL_MIN_RUNTIME_NS`]
@@ -281,13 +228,10 @@ pub struct Entry {
     pub start: u64,
     /// its attributes before the boost
     pub saved: SchedAttr,
-    /// the attributes scx_floor gave it (the boost, or the raise)
-    pub boost: SchedAttr,
 }
 
-/// A journal record as stored (56 bytes); `state` is [`REC_BOOSTED`],
-/// [`REC_RAISED`] or 0 (free). `policy` .. `prio`: the attributes saved;
-/// `b_*`: those scx_floor gave the task.
+/// A journal record as stored (32 bytes); `state` is [`REC_BOOSTED`],
+/// [`REC_RAISED`] or 0 (free).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 struct Rec {
@@ -298,10 +242,6 @@ struct Rec {
     flags: u32,
     nice: i32,
     prio: u32,
-    b_policy: u32,
-    b_prio: u32,
-    b_runtime: u64,
-    b_period: u64,
 }
 
 /// Record state of a boosted task.
@@ -320,10 +260,9 @@ pub const BOOST_RECS: usize = MAX_CPUS * crate::bpf_intf::floor_consts_FLOOR_SLO
 pub const JOURNAL_RECS: usize = BOOST_RECS + RAISED_KTHREADS.len() * MAX_CPUS;
 
 /// The journal of boosted tasks: a root-only file on tmpfs mapped shared
-/// into memory, one 56-byte record per boost slot. Writing a record is a
+/// into memory, one 32-byte record per boost slot. Writing a record is a
 /// few memory stores, no system call, yet it outlives the process: the page
-/// cache of the file is what the guardian (or the next start) reads. A file
-/// of another size is another version's layout: it is cleared, not read.
+/// cache of the file is what the guardian (or the next start) reads.
 pub struct Journal {
     map: *mut Rec,
 }
@@ -381,15 +320,7 @@ impl Journal {
             .open(path)
             .with_context(|| format!("opening {}", path.display()))?;
         let len = JOURNAL_RECS * std::mem::size_of::<Rec>();
-        let had = f.metadata()?.len();
-        if had != len as u64 {
-            if had != 0 {
-                log::warn!(
-                    "{}: {had} bytes, not the {len} of this version's records: cleared, not replayed",
-                    path.display()
-                );
-                f.set_len(0)?;
-            }
+        if f.metadata()?.len() != len as u64 {
             f.set_len(len as u64)?;
         }
         // SAFETY: a shared mapping of a file we sized; unmapped in Drop.
@@ -428,7 +359,7 @@ impl Journal {
     }
 
     fn record_as(&self, i: usize, e: &Entry, state: u32) {
-        let (a, b) = (&e.saved, &e.boost);
+        let a = &e.saved;
         let r = Rec {
             state: 0,
             tid: e.tid,
@@ -437,10 +368,6 @@ impl Journal {
             flags: a.sched_flags as u32,
             nice: a.sched_nice,
             prio: a.sched_priority,
-            b_policy: b.sched_policy,
-            b_prio: b.sched_priority,
-            b_runtime: b.sched_runtime,
-            b_period: b.sched_period,
         };
         // SAFETY: in bounds (state() checks); record i belongs to the caller.
         unsafe { std::ptr::write_volatile(self.map.add(i), r) };
@@ -477,23 +404,12 @@ impl Journal {
                     sched_priority: r.prio,
                     ..Default::default()
                 };
-                let boost = SchedAttr {
-                    size: ATTR_SIZE,
-                    sched_policy: r.b_policy,
-                    sched_flags: SCHED_FLAG_RESET_ON_FORK,
-                    sched_priority: r.b_prio,
-                    sched_runtime: r.b_runtime,
-                    sched_deadline: r.b_period,
-                    sched_period: r.b_period,
-                    ..Default::default()
-                };
                 (
                     i,
                     Entry {
                         tid: r.tid,
                         start: r.start,
                         saved,
-                        boost,
                     },
                 )
             })
@@ -518,66 +434,19 @@ pub fn is_boost_policy(policy: u32) -> bool {
     policy == SCHED_FIFO || policy == SCHED_DEADLINE
 }
 
-/// Whether a task found in the journal must be restored: it is the same task
-/// (same start time) and still has the attributes of its boost
-/// ([`is_boost_of`]: one moved with `chrt` during the boost is left alone).
-pub fn needs_restore(e: &Entry, now_start: Option<u64>, now: Option<&SchedAttr>) -> bool {
-    now_start == Some(e.start)
-        && now.is_some_and(|a| is_boost_of(a, &e.boost))
-        && !is_boost_policy(e.saved.sched_policy)
+/// Whether `tid` runs at a boost policy now (false when it is gone). A tid
+/// reused after the boosted task exited runs its own policy; one system call,
+/// where comparing start times in /proc takes three.
+pub fn at_boost_policy(tid: u32) -> bool {
+    get_attr(tid).is_ok_and(|a| is_boost_policy(a.sched_policy))
 }
 
-/// Replays a journal file of the 32-byte record layout of earlier versions
-/// (state u32, tid u32, start u64, policy u32, flags u32, nice i32, prio
-/// u32; no boost attributes), then removes it; returns how many tasks and
-/// kernel threads it put back. A boosted task is restored if it is the same
-/// task and runs at SCHED_FIFO or SCHED_DEADLINE (those versions' rule), a
-/// raised thread if it is at SCHED_FIFO [`RAISE_PRIO`]. The file is read,
-/// never truncated: an old guardian may still have it mapped. None there: 0.
-pub fn replay_legacy(path: &Path) -> usize {
-    let Ok(bytes) = fs::read(path) else { return 0 };
-    let mut n = 0;
-    for rec in bytes.chunks_exact(32) {
-        let u32_at = |o: usize| u32::from_ne_bytes(rec[o..o + 4].try_into().unwrap());
-        let state = u32_at(0);
-        if state != REC_BOOSTED && state != REC_RAISED {
-            continue;
-        }
-        let tid = u32_at(4);
-        let start = u64::from_ne_bytes(rec[8..16].try_into().unwrap());
-        let saved = SchedAttr {
-            size: ATTR_SIZE,
-            sched_policy: u32_at(16),
-            sched_flags: u32_at(20) as u64,
-            sched_nice: u32_at(24) as i32,
-            sched_priority: u32_at(28),
-            ..Default::default()
-        };
-        let (Some((now_start, _)), Ok(now)) = (stat_of(tid), current_attr(tid)) else {
-            continue;
-        };
-        let ours = now_start == start
-            && if state == REC_BOOSTED {
-                is_boost_policy(now.sched_policy) && !is_boost_policy(saved.sched_policy)
-            } else {
-                now.sched_policy == SCHED_FIFO && now.sched_priority == RAISE_PRIO
-            };
-        if ours {
-            let r = if state == REC_BOOSTED {
-                unboost(tid, &saved, &now)
-            } else {
-                set_attr(tid, &restore_attr_of(&saved))
-            };
-            match r {
-                Ok(()) => n += 1,
-                Err(e) => log::warn!("could not restore task {tid} (older journal): {e}"),
-            }
-        }
-    }
-    if let Err(e) = fs::remove_file(path) {
-        log::warn!("removing {}: {e}", path.display());
-    }
-    n
+/// Whether a task found in the journal must be restored: it is the same task
+/// (same start time) and still runs at a boost policy.
+pub fn needs_restore(e: &Entry, now_start: Option<u64>, now_policy: Option<u32>) -> bool {
+    now_start == Some(e.start)
+        && now_policy.is_some_and(is_boost_policy)
+        && !is_boost_policy(e.saved.sched_policy)
 }
 
 /// Puts back every boosted task in the journal and empties its boost
@@ -628,8 +497,8 @@ fn replay_records(j: &Journal, forget_all: bool) -> usize {
     let mut n = 0;
     for (i, e) in j.entries() {
         let start = stat_of(e.tid).map(|s| s.0);
-        let now = current_attr(e.tid).ok();
-        let restore = now.filter(|a| needs_restore(&e, start, Some(a)));
+        let now = get_attr(e.tid).ok();
+        let restore = now.filter(|a| needs_restore(&e, start, Some(a.sched_policy)));
         if let Some(now) = restore {
             match unboost(e.tid, &e.saved, &now) {
                 Ok(()) => n += 1,
@@ -643,18 +512,11 @@ fn replay_records(j: &Journal, forget_all: bool) -> usize {
     n
 }
 
-/// Saves `tid`'s attributes, and `boost` (those it is about to get), in
-/// journal record `i` before a boost. `start`: its start time (clock ticks
-/// since boot) when the caller knows it (the BPF side records it), else
-/// read from /proc.
+/// Saves `tid`'s attributes in journal record `i` before a boost. `start`:
+/// its start time (clock ticks since boot) when the caller knows it (the BPF
+/// side records it), else read from /proc.
 /// Errors: the task is gone, or already runs at a real-time policy.
-pub fn journal_before_boost(
-    j: &Journal,
-    i: usize,
-    tid: u32,
-    start: Option<u64>,
-    boost: &SchedAttr,
-) -> Result<Entry> {
+pub fn journal_before_boost(j: &Journal, i: usize, tid: u32, start: Option<u64>) -> Result<Entry> {
     let start = match start {
         Some(s) => s,
         None => match stat_of(tid) {
@@ -672,12 +534,7 @@ pub fn journal_before_boost(
             saved.sched_policy
         );
     }
-    let e = Entry {
-        tid,
-        start,
-        saved,
-        boost: *boost,
-    };
+    let e = Entry { tid, start, saved };
     j.record(i, &e);
     Ok(e)
 }
@@ -812,19 +669,13 @@ impl KthreadRaise {
                 continue;
             }
             let i = BOOST_RECS + kind * MAX_CPUS + cpu;
+            journal.record_as(i, &Entry { tid, start, saved }, REC_RAISED);
             let attr = SchedAttr {
                 size: ATTR_SIZE,
                 sched_policy: SCHED_FIFO,
                 sched_priority: RAISE_PRIO,
                 ..Default::default()
             };
-            let e = Entry {
-                tid,
-                start,
-                saved,
-                boost: attr,
-            };
-            journal.record_as(i, &e, REC_RAISED);
             match set_attr(tid, &attr) {
                 Ok(()) => raised.push((i, tid)),
                 Err(e) => {
@@ -962,60 +813,6 @@ mod tests {
         };
         let r = restore_attr_of(&saved);
         assert_eq!((r.sched_policy, r.sched_nice, r.sched_flags), (3, 5, 1));
-        // a renice during the boost is kept
-        let now = SchedAttr {
-            sched_nice: -2,
-            ..fifo_attr(1)
-        };
-        let r = restore_keeping_nice(&saved, &now);
-        assert_eq!((r.sched_policy, r.sched_nice, r.sched_flags), (3, -2, 1));
-    }
-
-    #[test]
-    fn an_older_journal_is_replayed_once_and_removed() {
-        let d = std::env::temp_dir().join(format!("scx_floor_legacy_{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        let path = d.join("boosted.journal");
-        // this thread (alive, at its own policy: nothing to restore) and a
-        // task that is gone, in the 32-byte layout
-        let me = unsafe { libc::gettid() } as u32;
-        let start = stat_of(me).unwrap().0;
-        let mut old = vec![0u8; 4 * 32];
-        for (i, (tid, st)) in [(me, start), (4_194_305, 1)].iter().enumerate() {
-            let r = &mut old[i * 32..(i + 1) * 32];
-            r[0..4].copy_from_slice(&REC_BOOSTED.to_ne_bytes());
-            r[4..8].copy_from_slice(&tid.to_ne_bytes());
-            r[8..16].copy_from_slice(&st.to_ne_bytes());
-        }
-        fs::write(&path, &old).unwrap();
-        assert_eq!(replay_legacy(&path), 0, "nothing at a boost policy");
-        assert!(!path.exists(), "removed after its replay");
-        assert_eq!(replay_legacy(&path), 0, "none there");
-        fs::remove_dir_all(&d).unwrap();
-    }
-
-    #[test]
-    fn a_journal_of_another_layout_is_cleared_not_read() {
-        let d = std::env::temp_dir().join(format!("scx_floor_layout_{}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        let path = d.join("j");
-        // every record "boosted", in a file one record short of this layout
-        let rec = std::mem::size_of::<Rec>();
-        let mut old = vec![0u8; (JOURNAL_RECS - 1) * rec];
-        for c in old.chunks_mut(rec) {
-            c[0] = REC_BOOSTED as u8;
-        }
-        fs::write(&path, &old).unwrap();
-        let j = Journal::open(&path).unwrap();
-        assert!(j.entries().is_empty());
-        assert_eq!(
-            fs::metadata(&path).unwrap().len(),
-            (JOURNAL_RECS * rec) as u64
-        );
-        drop(j);
-        fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
@@ -1044,67 +841,24 @@ mod tests {
             tid: 42,
             start: 777,
             saved,
-            boost: fifo_attr(25),
         };
         j.record(17, &e);
         assert_eq!(j.entries(), vec![(17, e)]);
         // another mapping of the same file (the guardian, a later start) sees it
         let j2 = Journal::open(&path).unwrap();
         assert_eq!(j2.entries(), vec![(17, e)]);
-        let fifo = fifo_attr(25);
-        assert!(needs_restore(&e, Some(777), Some(&fifo)));
+        assert!(needs_restore(&e, Some(777), Some(SCHED_FIFO)));
+        assert!(needs_restore(&e, Some(777), Some(SCHED_DEADLINE)));
         assert!(
-            !needs_restore(&e, Some(778), Some(&fifo)),
+            !needs_restore(&e, Some(778), Some(SCHED_FIFO)),
             "tid reused by another task"
         );
         assert!(!needs_restore(&e, None, None), "task gone");
         assert!(
-            !needs_restore(
-                &e,
-                Some(777),
-                Some(&SchedAttr {
-                    sched_policy: SCHED_OTHER,
-                    ..Default::default()
-                })
-            ),
+            !needs_restore(&e, Some(777), Some(SCHED_OTHER)),
             "already restored"
         );
-        assert!(
-            !needs_restore(&e, Some(777), Some(&fifo_attr(49))),
-            "moved to FIFO 50 by an administrator"
-        );
-        // a DEADLINE boost round-trips through the record, and is told
-        // apart by its runtime and period
-        let dl = Entry {
-            boost: deadline_attr(5_000_000, 1_000_000_000),
-            ..e
-        };
-        j.record(18, &dl);
-        assert_eq!(j2.entries()[1], (18, dl));
-        assert!(needs_restore(&dl, Some(777), Some(&dl.boost)));
-        assert!(
-            needs_restore(&dl, Some(777), Some(&dl_zero_attr())),
-            "shrunk by unboost, its restore cut short: still ours"
-        );
-        assert!(!needs_restore(&dl, Some(777), Some(&fifo)));
-        assert!(
-            !needs_restore(
-                &dl,
-                Some(777),
-                Some(&deadline_attr(10_000_000, 100_000_000))
-            ),
-            "a reservation of the administrator's"
-        );
-        let no_reset = SchedAttr {
-            sched_flags: 0,
-            ..fifo
-        };
-        assert!(
-            !needs_restore(&e, Some(777), Some(&no_reset)),
-            "set by someone else, without reset-on-fork"
-        );
         j.forget(17);
-        j.forget(18);
         assert!(j2.entries().is_empty());
         drop((j, j2));
         fs::remove_dir_all(&d).unwrap();
@@ -1122,7 +876,6 @@ mod tests {
                 tid: 4_194_305,
                 start: 1,
                 saved: SchedAttr::default(),
-                boost: fifo_attr(1),
             },
         );
         assert_eq!(replay(&j), 0);
@@ -1143,13 +896,11 @@ mod tests {
             tid: me,
             start,
             saved: SchedAttr::default(),
-            boost: fifo_attr(1),
         };
         let gone = Entry {
             tid: 4_194_305,
             start: 1,
             saved: SchedAttr::default(),
-            boost: fifo_attr(1),
         };
         // the same tid, another task (another start time): not ours to keep
         let reused = Entry {
@@ -1197,7 +948,6 @@ mod tests {
             tid: 30,
             start: 13,
             saved,
-            boost: fifo_attr(98),
         };
         let at = |policy, prio| SchedAttr {
             sched_policy: policy,
@@ -1229,7 +979,6 @@ mod tests {
             tid: 4_194_305,
             start: 1,
             saved: SchedAttr::default(),
-            boost: fifo_attr(1),
         };
         j.record(3, &gone);
         j.record_as(BOOST_RECS + 1, &gone, REC_RAISED);

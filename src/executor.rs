@@ -21,17 +21,15 @@ use std::time::Duration;
 use crate::boost::{self, SchedAttr};
 use crate::sched::{monotonic_ns, BpfView};
 
-/// A boost the executor holds: post `id`, task `tid` boosted with `boost`,
-/// counted in BPF boost slot `slot`; it ends when the slot's run time
-/// reaches `limit_ns` (ns), or when the planner asks, with `restore` (its
-/// nice value taken from the task then).
+/// A boost the executor holds: post `id`, task `tid`, counted in BPF boost
+/// slot `slot`; it ends when the slot's run time reaches `limit_ns` (ns), or
+/// when the planner asks.
 #[derive(Clone, Copy, Debug)]
 struct Held {
     id: u64,
     tid: u32,
     slot: usize,
     limit_ns: u64,
-    boost: SchedAttr,
     restore: SchedAttr,
     end_now: bool,
 }
@@ -113,12 +111,9 @@ impl Executor {
     /// The executor thread's loop, until [`Executor::stop`]: it starts the
     /// boosts posted, sleeps until the earliest end of a share (run time of
     /// the boost slot, read from the mmapped BPF data: no system call), and
-    /// restores. On stop it starts nothing and restores what it still holds.
-    /// A task is restored only if it still has its boost's attributes
-    /// ([`boost::is_boost_of`]): one an administrator moved with `chrt`
-    /// during the boost, one the planner restored from its own CPU (after
-    /// 2 s), and a reused tid are left alone ([`boost::ERR_CHANGED`]). This
-    /// costs two reading system calls per restore on the served CPU.
+    /// restores. On stop it starts nothing and restores what it still holds,
+    /// each only if still at a boost policy (the planner may have restored
+    /// it from its own CPU after 2 s, and the tid may have been reused).
     pub fn run(&self, view: &BpfView) {
         self.run_with(
             |slot| {
@@ -126,19 +121,18 @@ impl Executor {
                 (pid, ran)
             },
             boost::set_attr,
-            boost::current_attr,
+            boost::at_boost_policy,
         )
     }
 
     /// [`Executor::run`] with its reads and system calls given: `slot`
     /// returns a boost slot's (tid, run time in ns); `set_attr` changes a
-    /// task's policy; `current` reads a task's attributes
-    /// ([`boost::current_attr`]).
+    /// task's policy; `boosted` tells whether a task is at a boost policy.
     fn run_with(
         &self,
         slot: impl Fn(usize) -> (u32, u64),
         mut set_attr: impl FnMut(u32, &SchedAttr) -> std::io::Result<()>,
-        current: impl Fn(u32) -> std::io::Result<SchedAttr>,
+        boosted: impl Fn(u32) -> bool,
     ) {
         let mut g = self.lock();
         loop {
@@ -193,16 +187,10 @@ impl Executor {
                 let res: Vec<(u64, i32)> = ending
                     .iter()
                     .map(|h| {
-                        let e = match current(h.tid) {
-                            Err(err) => errno_of(Err(err)),
-                            Ok(now) if boost::is_boost_of(&now, &h.boost) => errno_of(set_attr(
-                                h.tid,
-                                &boost::restore_keeping_nice(&h.restore, &now),
-                            )),
-                            // back at its own policy already (the planner's
-                            // restore, after 2 s)
-                            Ok(now) if now.sched_policy == h.restore.sched_policy => 0,
-                            Ok(_) => boost::ERR_CHANGED,
+                        let e = if stop && !boosted(h.tid) {
+                            0
+                        } else {
+                            errno_of(set_attr(h.tid, &h.restore))
                         };
                         (h.id, e)
                     })
@@ -254,7 +242,6 @@ impl Executor {
             tid,
             slot,
             limit_ns,
-            boost: *attr,
             restore: *restore,
             end_now: false,
         };
@@ -362,14 +349,10 @@ mod tests {
 
     /// An executor thread over a fake boost slot whose run time the test
     /// sets, and fake system calls that log (tid, policy) and fail for tid 13.
-    /// `now` is what reading a task's attributes returns (a boost's by
-    /// default); `set` logs every attribute set.
     struct Rig {
         ex: Executor,
         ran: AtomicU64,
         calls: Mutex<Vec<(u32, u32)>>,
-        now: Mutex<SchedAttr>,
-        set: Mutex<Vec<SchedAttr>>,
     }
 
     fn attrs() -> (SchedAttr, SchedAttr) {
@@ -390,8 +373,6 @@ mod tests {
             ex: Executor::default(),
             ran: AtomicU64::new(0),
             calls: Mutex::new(Vec::new()),
-            now: Mutex::new(attrs().0),
-            set: Mutex::new(Vec::new()),
         };
         std::thread::scope(|s| {
             let r = &rig;
@@ -400,14 +381,13 @@ mod tests {
                     |_| (7, r.ran.load(Ordering::SeqCst)),
                     |tid, a| {
                         r.calls.lock().unwrap().push((tid, a.sched_policy));
-                        r.set.lock().unwrap().push(*a);
                         if tid == 13 {
                             Err(std::io::Error::from_raw_os_error(libc::EPERM))
                         } else {
                             Ok(())
                         }
                     },
-                    |_| Ok(*r.now.lock().unwrap()),
+                    |_| true,
                 )
             });
             // Stopped on every path out, a failed assertion too (the
@@ -476,61 +456,6 @@ mod tests {
     }
 
     #[test]
-    fn a_task_moved_during_its_boost_is_left_as_it_was_moved() {
-        with_rig(|r| {
-            let (b, rs) = attrs();
-            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
-            wait_for(|| r.ex.take_started(id).is_some());
-            // an administrator's `chrt -f -p 50` while it is boosted
-            *r.now.lock().unwrap() = boost::fifo_attr(49);
-            assert!(matches!(r.ex.end(id), End::Pending));
-            wait_for(|| r.ex.ended(id));
-            let e = r.ex.take_ended(id).unwrap().unwrap_err();
-            assert_eq!(e.raw_os_error(), Some(boost::ERR_CHANGED));
-            assert_eq!(*r.calls.lock().unwrap(), vec![(7, 1)], "no restore");
-            // moved to SCHED_BATCH: changed, nothing set
-            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
-            wait_for(|| r.ex.take_started(id).is_some());
-            *r.now.lock().unwrap() = SchedAttr {
-                sched_policy: 3,
-                ..Default::default()
-            };
-            assert!(matches!(r.ex.end(id), End::Pending));
-            wait_for(|| r.ex.ended(id));
-            let e = r.ex.take_ended(id).unwrap().unwrap_err();
-            assert_eq!(e.raw_os_error(), Some(boost::ERR_CHANGED));
-            assert_eq!(r.calls.lock().unwrap().len(), 2, "no restore");
-            // back at its own policy already: nothing to do, not a change
-            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
-            wait_for(|| r.ex.take_started(id).is_some());
-            *r.now.lock().unwrap() = rs;
-            assert!(matches!(r.ex.end(id), End::Pending));
-            wait_for(|| r.ex.ended(id));
-            assert!(matches!(r.ex.take_ended(id), Some(Ok(()))));
-            assert_eq!(r.calls.lock().unwrap().len(), 3, "no restore");
-        });
-    }
-
-    #[test]
-    fn a_renice_during_the_boost_is_kept() {
-        with_rig(|r| {
-            let (b, mut rs) = attrs();
-            rs.sched_nice = 0;
-            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
-            wait_for(|| r.ex.take_started(id).is_some());
-            // `renice -n 5` while it is boosted: the policy is the boost's
-            r.now.lock().unwrap().sched_nice = 5;
-            assert!(matches!(r.ex.end(id), End::Pending));
-            wait_for(|| r.ex.ended(id));
-            assert!(matches!(r.ex.take_ended(id), Some(Ok(()))));
-            let set = r.set.lock().unwrap().clone();
-            assert_eq!(set.len(), 2);
-            assert_eq!(set[1].sched_policy, rs.sched_policy);
-            assert_eq!(set[1].sched_nice, 5, "the renice was undone");
-        });
-    }
-
-    #[test]
     fn stop_restores_what_is_held() {
         let rig_calls;
         {
@@ -583,7 +508,7 @@ mod tests {
                         calls.lock().unwrap().push((tid, a.sched_policy));
                         Ok(())
                     },
-                    |_| Ok(b),
+                    |_| true,
                 )
             });
             wait_for(|| ex.ended(id));
