@@ -11,7 +11,7 @@
 //! end (measured on 7.3.4-rt: a SIGKILL during a SCHED_DEADLINE boost kept
 //! the slice-end thread of CPU 1 runnable, and the process alive, for 0.4 to
 //! 1.7 s). So the guardian also checks, every `STOP_POLL_MS`, whether
-//! scx_floor is exiting ([`is_exiting`]) and replays the journals then.
+//! scx_floor is exiting ([`is_exiting_stat`]) and replays the journals then.
 //!
 //! While scx_floor is stopped (SIGSTOP, SIGTSTP, a debugger) its server
 //! threads cannot end a boost on time, and the kernel's ext_server is off on
@@ -43,6 +43,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{bail, Result};
 
 use crate::boost::{self, Journal};
+use crate::sched::{housekeeping_of, nohz_full_cpus, online_cpus};
 
 /// Writes a line to stderr, ignoring errors: a closed stderr (its reader
 /// gone: EPIPE, SIGPIPE ignored) must not end the guardian, as
@@ -72,37 +73,38 @@ pub fn is_stopped_state(stat: &str) -> bool {
     matches!(stat_state(stat), Some("T" | "t"))
 }
 
-/// Whether a /proc/PID/status text shows SIGKILL pending (`SigPnd` or
-/// `ShdPnd`): the kernel adds it to every thread of a process in a group
-/// exit (a fatal signal: `complete_signal()`, `zap_process()`), and a
-/// thread that has not run since still shows it.
-pub fn sigkill_pending(status: &str) -> bool {
-    const BIT: u64 = 1 << (libc::SIGKILL - 1);
-    status.lines().any(|l| {
-        l.strip_prefix("SigPnd:")
-            .or_else(|| l.strip_prefix("ShdPnd:"))
-            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-            .is_some_and(|m| m & BIT != 0)
-    })
-}
+/// `PF_EXITING` (include/linux/sched.h): set by `do_exit()` on the thread
+/// that exits, before it releases anything.
+const PF_EXITING: u64 = 0x4;
+/// `PF_DUMPCORE` (include/linux/sched.h): set on the thread that dumps core
+/// by `zap_threads()` (fs/coredump.c), before it waits for the process's
+/// other threads, to which it sends SIGKILL, to stop.
+const PF_DUMPCORE: u64 = 0x200;
 
-/// Whether process `pid` is exiting but not gone: its main thread is a
-/// zombie ('Z', 'X') while other threads live on, or one of its threads
-/// has SIGKILL pending. Its threads run no more user code, but the pipe
-/// closes only when the last of them has exited, and a thread pinned to a
-/// CPU that a boosted task holds (a SCHED_FIFO 99 slice-end thread under a
-/// SCHED_DEADLINE boost) exits only when that boost lets it run.
-pub fn is_exiting(pid: u32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    if matches!(stat_state(&stat), Some("Z" | "X")) {
-        return true;
-    }
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+/// Whether the /proc/PID/stat text of a process's main thread shows the
+/// process exiting but not gone: the main thread a zombie ('Z', 'X': it exited while
+/// other threads live on), in `do_exit()` or dumping core (field 9, flags:
+/// [`PF_EXITING`], [`PF_DUMPCORE`]), or SIGKILL pending (field 31, the
+/// thread's own pending mask: `complete_signal()` adds SIGKILL to every
+/// thread of a process in a group exit, and a thread that has not run
+/// since still shows it). A fatal signal thus shows in the main thread
+/// whichever thread it went to. An unreadable or short text is not exiting.
+/// Such a process runs no more user code, but the pipe closes only when its
+/// last thread has exited, and a thread pinned to a CPU that a boosted task
+/// holds (a SCHED_FIFO 99 slice-end thread under a SCHED_DEADLINE boost)
+/// exits only when that boost lets it run. One read of one file: the
+/// guardian reads it every `STOP_POLL_MS`.
+pub fn is_exiting_stat(stat: &str) -> bool {
+    let Some((_, rest)) = stat.rsplit_once(')') else {
         return false;
     };
-    tasks.flatten().any(|t| {
-        std::fs::read_to_string(t.path().join("status")).is_ok_and(|s| sigkill_pending(&s))
-    })
+    // field n (from 1) is rest's field n - 3
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
+    matches!(f.first(), Some(&("Z" | "X")))
+        || num(6) & (PF_EXITING | PF_DUMPCORE) != 0
+        || num(28) & SIGKILL_BIT != 0
 }
 
 /// Replays both journals under `state_dir`, raised kernel threads
@@ -269,6 +271,15 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
             );
         }
         let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
+        // Off nohz_full CPUs, as the planner: each poll is a SCHED_FIFO 99
+        // wake-up, and the kernel puts it on the CPU that runs the
+        // lowest-priority task (find_lowest_rq(), kernel/sched/rt.c), which
+        // on PREEMPT_RT is often the isolated CPU under an RR 25 hog while
+        // CPU 0 runs a FIFO 50 interrupt thread. Measured there: 20 - 45 ms/s
+        // of the hog's CPU time under TCG.
+        if let Ok(online) = online_cpus() {
+            let _ = crate::policy::pin_thread(0, &housekeeping_of(&online, &nohz_full_cpus()));
+        }
         let _ = boost::set_attr(
             0,
             &boost::SchedAttr {
@@ -317,7 +328,8 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
                 }
                 continue;
             }
-            if is_exiting(ppid) {
+            let stat = std::fs::read_to_string(&parent).unwrap_or_default();
+            if is_exiting_stat(&stat) {
                 exiting = Some(monotonic_ms());
                 let (t, k) = replay_exiting(state_dir);
                 restores.fetch_add(1, Ordering::Release);
@@ -326,7 +338,7 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
                 );
                 continue;
             }
-            let now_stopped = parent_stopped();
+            let now_stopped = is_stopped_state(&stat);
             if now_stopped {
                 // At every poll while stopped, not only at the first: a
                 // scx_floor that continued and was stopped again between two
@@ -387,25 +399,56 @@ mod tests {
         assert!(!is_stopped_state("garbage"));
     }
 
-    #[test]
-    fn sigkill_in_the_pending_masks() {
-        let st = |pnd: &str, shd: &str| {
-            format!("Name:\tscx_floor\nSigQ:\t0/7\nSigPnd:\t{pnd}\nShdPnd:\t{shd}\nSigBlk:\t0000000000000100\n")
-        };
-        assert!(sigkill_pending(&st("0000000000000100", "0000000000000000")));
-        assert!(sigkill_pending(&st("0000000000000000", "0000000000004100")));
-        // SIGTERM (bit 14) and SIGINT (bit 1) are not SIGKILL; nor is a blocked-mask bit
-        assert!(!sigkill_pending(&st(
-            "0000000000004002",
-            "0000000000000000"
-        )));
-        assert!(!sigkill_pending("garbage"));
+    /// A /proc/PID/stat line with `state`, flags (field 9) and the pending
+    /// mask (field 31) given, the rest as a live process shows them.
+    fn stat_line(state: &str, flags: u64, pending: u64) -> String {
+        format!(
+            "4242 (scx_floor (x)) {state} 1 4242 4242 0 -1 {flags} 101 0 0 0 5 3 0 0 -51 0 9 0 \
+             1204813 3133440 383 18446744073709551615 1 2 3 0 0 {pending} 0 0 0 0 0 0 17 1 50 1 0 0 0"
+        )
     }
 
     #[test]
-    fn a_live_process_is_not_exiting() {
-        assert!(!is_exiting(std::process::id()));
-        // gone: neither exiting nor anything else to act on here
-        assert!(!is_exiting(4_194_305));
+    fn exiting_shows_in_the_main_threads_stat() {
+        // a live process, sleeping, running or stopped, with SIGTERM (bit 14)
+        // or SIGINT (bit 1) pending: not exiting
+        assert!(!is_exiting_stat(&stat_line("S", 0x400040, 0)));
+        assert!(!is_exiting_stat(&stat_line(
+            "R",
+            0x400040,
+            1 << 14 | 1 << 1
+        )));
+        assert!(!is_exiting_stat(&stat_line("T", 0x400040, 0)));
+        // SIGKILL pending, in do_exit(), dumping core, a zombie or dead
+        assert!(is_exiting_stat(&stat_line("S", 0x400040, 1 << 8)));
+        assert!(is_exiting_stat(&stat_line("R", 0x400044, 0)));
+        assert!(is_exiting_stat(&stat_line("D", 0x400240, 0)));
+        assert!(is_exiting_stat(&stat_line("Z", 0x400044, 0)));
+        assert!(is_exiting_stat(&stat_line("X", 0, 0)));
+        // a comm that looks like a state, and garbage
+        assert!(!is_exiting_stat("4242 (Z) S 1"));
+        assert!(!is_exiting_stat("garbage"));
+        assert!(!is_exiting_stat(""));
+    }
+
+    #[test]
+    fn the_kernels_stat_has_flags_and_pending_where_read() {
+        // our own stat: running, not exiting; field 9 has PF_* bits of a
+        // user thread (no PF_KTHREAD 0x200000) and the same count of fields
+        // as the synthetic lines above
+        let me = std::fs::read_to_string("/proc/self/stat").unwrap();
+        assert!(!is_exiting_stat(&me));
+        let n = me.rsplit_once(')').unwrap().1.split_whitespace().count();
+        assert!(n >= 29, "{n} fields after comm");
+        let flags: u64 = me
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .nth(6)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(flags & 0x200000, 0);
     }
 }
