@@ -73,27 +73,40 @@ pub fn is_stopped_state(stat: &str) -> bool {
     matches!(stat_state(stat), Some("T" | "t"))
 }
 
-/// `PF_EXITING` (include/linux/sched.h): set by `do_exit()` on the thread
-/// that exits, before it releases anything.
+/// `PF_EXITING` (include/linux/sched.h): set in `do_exit()` by
+/// `exit_signals()`, after the wait for a core dump of the process.
 const PF_EXITING: u64 = 0x4;
-/// `PF_DUMPCORE` (include/linux/sched.h): set on the thread that dumps core
-/// by `zap_threads()` (fs/coredump.c), before it waits for the process's
-/// other threads, to which it sends SIGKILL, to stop.
+/// `PF_POSTCOREDUMP`: set in `do_exit()` by `coredump_task_exit()`
+/// (kernel/exit.c), before a thread waits there for another thread's core
+/// dump to end.
+const PF_POSTCOREDUMP: u64 = 0x8;
+/// `PF_DUMPCORE`: set on the thread that dumps core by `zap_threads()`
+/// (fs/coredump.c), before it waits for the process's other threads, to
+/// which it sends SIGKILL, to stop.
 const PF_DUMPCORE: u64 = 0x200;
+/// `PF_SIGNALED`: set by `get_signal()` (kernel/signal.c) on a thread that
+/// takes a fatal signal, SIGKILL of a group exit included, before it dumps
+/// core or exits.
+const PF_SIGNALED: u64 = 0x400;
 
 /// Whether the /proc/PID/stat text of a process's main thread shows the
-/// process exiting but not gone: the main thread a zombie ('Z', 'X': it exited while
-/// other threads live on), in `do_exit()` or dumping core (field 9, flags:
-/// [`PF_EXITING`], [`PF_DUMPCORE`]), or SIGKILL pending (field 31, the
-/// thread's own pending mask: `complete_signal()` adds SIGKILL to every
-/// thread of a process in a group exit, and a thread that has not run
-/// since still shows it). A fatal signal thus shows in the main thread
-/// whichever thread it went to. An unreadable or short text is not exiting.
+/// process exiting but not gone. Each way a process leaves (a fatal signal
+/// to any thread, a core dump by any thread, `exit_group()` from another
+/// thread) reaches the main thread with SIGKILL: `complete_signal()`,
+/// `zap_process()` and `zap_other_threads()` add it to the pending mask of
+/// every thread but the one that acts. So the main thread shows one of:
+/// SIGKILL pending (field 31: its own pending mask, decimal, the low 31
+/// signals; the shared queue is not shown) until it runs; then in field 9
+/// (flags) [`PF_SIGNALED`], [`PF_POSTCOREDUMP`] while it waits for another
+/// thread's dump, [`PF_DUMPCORE`] if it dumps, [`PF_EXITING`]; then the
+/// zombie state ('Z', 'X') while other threads live on. None of these shows
+/// on a live thread. An unreadable or short text is not exiting.
 /// Such a process runs no more user code, but the pipe closes only when its
 /// last thread has exited, and a thread pinned to a CPU that a boosted task
 /// holds (a SCHED_FIFO 99 slice-end thread under a SCHED_DEADLINE boost)
-/// exits only when that boost lets it run. One read of one file: the
-/// guardian reads it every `STOP_POLL_MS`.
+/// exits only when that boost lets it run (and a core dump waits for every
+/// thread to reach `do_exit()`). One read of one file: the guardian reads
+/// it every `STOP_POLL_MS`.
 pub fn is_exiting_stat(stat: &str) -> bool {
     let Some((_, rest)) = stat.rsplit_once(')') else {
         return false;
@@ -103,7 +116,7 @@ pub fn is_exiting_stat(stat: &str) -> bool {
     let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
     matches!(f.first(), Some(&("Z" | "X")))
-        || num(6) & (PF_EXITING | PF_DUMPCORE) != 0
+        || num(6) & (PF_EXITING | PF_POSTCOREDUMP | PF_DUMPCORE | PF_SIGNALED) != 0
         || num(28) & SIGKILL_BIT != 0
 }
 
@@ -275,10 +288,18 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
         // wake-up, and the kernel puts it on the CPU that runs the
         // lowest-priority task (find_lowest_rq(), kernel/sched/rt.c), which
         // on PREEMPT_RT is often the isolated CPU under an RR 25 hog while
-        // CPU 0 runs a FIFO 50 interrupt thread. Measured there: 20 - 45 ms/s
-        // of the hog's CPU time under TCG.
-        if let Ok(online) = online_cpus() {
-            let _ = crate::policy::pin_thread(0, &housekeeping_of(&online, &nohz_full_cpus()));
+        // CPU 0 runs a FIFO 50 interrupt thread. Measured there: 20 - 46 ms/s
+        // of the hog's CPU time under TCG. On an error it keeps the mask it
+        // was forked with (every CPU).
+        match online_cpus() {
+            Ok(online) => {
+                if let Err(e) =
+                    crate::policy::pin_thread(0, &housekeeping_of(&online, &nohz_full_cpus()))
+                {
+                    say!("scx-floor-guard: could not keep to the housekeeping CPUs: {e}");
+                }
+            }
+            Err(e) => say!("scx-floor-guard: could not keep to the housekeeping CPUs: {e:#}"),
         }
         let _ = boost::set_attr(
             0,
@@ -425,6 +446,11 @@ mod tests {
         assert!(is_exiting_stat(&stat_line("D", 0x400240, 0)));
         assert!(is_exiting_stat(&stat_line("Z", 0x400044, 0)));
         assert!(is_exiting_stat(&stat_line("X", 0, 0)));
+        // waiting in do_exit() for another thread's core dump: its SIGKILL
+        // taken, PF_SIGNALED | PF_POSTCOREDUMP, asleep (D) or idle (I)
+        assert!(is_exiting_stat(&stat_line("D", 0x400448, 0)));
+        assert!(is_exiting_stat(&stat_line("I", 0x400448, 0)));
+        assert!(is_exiting_stat(&stat_line("R", 0x400440, 0)));
         // a comm that looks like a state, and garbage
         assert!(!is_exiting_stat("4242 (Z) S 1"));
         assert!(!is_exiting_stat("garbage"));
