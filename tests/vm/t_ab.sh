@@ -126,7 +126,11 @@ fi
 # harness's figure: the mean slice of stock EEVDF moves by ~20% between runs
 # here, and more while the emulator stalls (5.7 ms by hand against 1.76 in the
 # harness once, in a run whose emulator timer p99 was 1.5 ms): measured by
-# hand once more before the figures are called different.
+# hand once more before the figures are called different. Stock's run length
+# itself moves between boot moments: by hand 1.79, 1.97, 3.27 and 3.21 ms
+# against the harness's 1.85, 2.57, 1.91 and 1.91 minutes before (CI runs of
+# 2026-12-03), a ratio of up to 1.71 with both tries alike. A factor of 2
+# still fails a harness that misreads the probes (a figure 0, or in us).
 ab2=$(jq -r '.rows[] | select(.scenario == "s2" and .config == "stock") | .value' "$J")
 for try in 1 2; do
 	a=$(hog $CPU); b=$(hog $CPU)
@@ -134,8 +138,8 @@ for try in 1 2; do
 	hand2=$(mean_slice_ms 5 "$a" "$b")
 	kill -KILL "$a" "$b" 2>/dev/null; wait "$a" "$b" 2>/dev/null
 	note "S2 stock: by hand $hand2 ms, harness $ab2 ms"
-	awk -v a="$hand2" -v b="$ab2" 'BEGIN { exit !(b > 0 && a / b < 1.6 && a / b > 0.625) }' && break
-	[ $try = 2 ] && fail "S2 by hand ($hand2 ms) and the harness ($ab2 ms) differ by a factor of 1.6 or more (twice)"
+	awk -v a="$hand2" -v b="$ab2" 'BEGIN { exit !(b > 0 && a / b < 2 && a / b > 0.5) }' && break
+	[ $try = 2 ] && fail "S2 by hand ($hand2 ms) and the harness ($ab2 ms) differ by a factor of 2 or more (twice)"
 done
 errs=$(dmesg_errors)
 [ -z "$errs" ] || { echo "$errs"; fail "dmesg reports sched_ext trouble"; }
