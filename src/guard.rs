@@ -60,11 +60,18 @@ use crate::knobs::Knobs;
 /// longest a SCHED_FIFO boost can outlive a SIGSTOP of scx_floor.
 pub const STOP_POLL_MS: i32 = 50;
 
-/// The state letter (field 3) of a /proc/PID/stat text. The comm field may
-/// hold spaces and parentheses: the state follows the last ')'.
-fn stat_state(stat: &str) -> Option<&str> {
+/// The fields of a /proc/PID/stat text from field 3 (the state) on: field
+/// n (from 1) is at index n - 3. The comm field (2) may hold spaces and
+/// parentheses: field 3 follows the last ')'. Empty for a text without one.
+fn stat_fields(stat: &str) -> Vec<&str> {
     stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default()
+}
+
+/// The state letter (field 3) of a /proc/PID/stat text.
+fn stat_state(stat: &str) -> Option<&str> {
+    stat_fields(stat).first().copied()
 }
 
 /// Whether the state letter (field 3 of /proc/PID/stat) is a stopped task
@@ -108,11 +115,7 @@ const PF_SIGNALED: u64 = 0x400;
 /// thread to reach `do_exit()`). One read of one file: the guardian reads
 /// it every `STOP_POLL_MS`.
 pub fn is_exiting_stat(stat: &str) -> bool {
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return false;
-    };
-    // field n (from 1) is rest's field n - 3
-    let f: Vec<&str> = rest.split_whitespace().collect();
+    let f = stat_fields(stat);
     let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
     matches!(f.first(), Some(&("Z" | "X")))
@@ -460,21 +463,13 @@ mod tests {
     #[test]
     fn the_kernels_stat_has_flags_and_pending_where_read() {
         // our own stat: running, not exiting; field 9 has PF_* bits of a
-        // user thread (no PF_KTHREAD 0x200000) and the same count of fields
-        // as the synthetic lines above
+        // user thread (no PF_KTHREAD 0x200000), and field 31 is there as in
+        // the synthetic lines above
         let me = std::fs::read_to_string("/proc/self/stat").unwrap();
         assert!(!is_exiting_stat(&me));
-        let n = me.rsplit_once(')').unwrap().1.split_whitespace().count();
-        assert!(n >= 29, "{n} fields after comm");
-        let flags: u64 = me
-            .rsplit_once(')')
-            .unwrap()
-            .1
-            .split_whitespace()
-            .nth(6)
-            .unwrap()
-            .parse()
-            .unwrap();
+        let f = stat_fields(&me);
+        assert!(f.len() >= 29, "{} fields after comm", f.len());
+        let flags: u64 = f[6].parse().unwrap();
         assert_eq!(flags & 0x200000, 0);
     }
 }
