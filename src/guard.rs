@@ -143,8 +143,8 @@ pub fn replay_tasks_and_knobs(state_dir: &Path) -> (usize, usize) {
 /// [`replay_all`] for a scx_floor that is exiting but not gone: records of
 /// tasks not boosted are kept for the replay at its end
 /// ([`boost::replay_boosted`]), and so are its kernel-thread raises.
-fn replay_exiting(state_dir: &Path) -> (usize, usize) {
-    replay(state_dir, &|| true, boost::replay_boosted)
+fn replay_exiting(state_dir: &Path, keep_trying: &dyn Fn() -> bool) -> (usize, usize) {
+    replay(state_dir, keep_trying, boost::replay_boosted)
 }
 
 /// [`replay_all`] for a stopped scx_floor: its kernel-thread raises stay,
@@ -207,6 +207,17 @@ fn eject_if_ours() -> bool {
     let state = std::fs::read_to_string(dir.join("state")).unwrap_or_default();
     let ops = std::fs::read_to_string(dir.join("root/ops")).unwrap_or_default();
     ours_attached(&state, &ops) && std::fs::write("/proc/sysrq-trigger", "S").is_ok()
+}
+
+/// Ejects scx_floor's BPF scheduler ([`eject_if_ours`]) once it has been
+/// exiting since `since` (ms, CLOCK_MONOTONIC) for [`EJECT_AFTER_MS`], once.
+fn eject_when_due(since: u64, ejected: &std::cell::Cell<bool>) {
+    if !ejected.get() && monotonic_ms() >= since + EJECT_AFTER_MS && eject_if_ours() {
+        ejected.set(true);
+        say!(
+            "scx-floor-guard: scx_floor has been exiting for {EJECT_AFTER_MS} ms with its BPF scheduler still attached: ejected it (SysRq-S)"
+        );
+    }
 }
 
 /// The running guardian, as its parent holds it.
@@ -319,7 +330,7 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
         let mut buf = [0u8; 64];
         let mut stopped = false;
         let mut exiting: Option<u64> = None;
-        let mut ejected = false;
+        let ejected = std::cell::Cell::new(false);
         loop {
             let mut pfd = libc::pollfd {
                 fd: rd,
@@ -342,20 +353,19 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
             if let Some(since) = exiting {
                 // tried at every poll from then on: a state read between
                 // two writes of the kernel's must not make it give up
-                if !ejected && monotonic_ms() >= since + EJECT_AFTER_MS {
-                    ejected = eject_if_ours();
-                    if ejected {
-                        say!(
-                            "scx-floor-guard: scx_floor has been exiting for {EJECT_AFTER_MS} ms with its BPF scheduler still attached: ejected it (SysRq-S)"
-                        );
-                    }
-                }
+                eject_when_due(since, &ejected);
                 continue;
             }
             let stat = std::fs::read_to_string(&parent).unwrap_or_default();
             if is_exiting_stat(&stat) {
-                exiting = Some(monotonic_ms());
-                let (t, k) = replay_exiting(state_dir);
+                let since = monotonic_ms();
+                exiting = Some(since);
+                // the knob restore may wait for DL bandwidth to be released
+                // (up to BUSY_RETRY_MS): the ejection stays due meanwhile
+                let (t, k) = replay_exiting(state_dir, &|| {
+                    eject_when_due(since, &ejected);
+                    true
+                });
                 restores.fetch_add(1, Ordering::Release);
                 say!(
                     "scx-floor-guard: scx_floor is exiting; restored {t} boosted task(s) and {k} kernel knob(s)"

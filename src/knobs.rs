@@ -93,10 +93,23 @@ impl Knobs {
         };
         let mut n = 0;
         let mut busy = Vec::new();
-        for d in rd.flatten() {
-            match restore_one(&d.path()) {
+        let t0 = std::time::Instant::now();
+        let give_up = t0 + std::time::Duration::from_millis(BUSY_RETRY_MS);
+        // sched_rt_runtime_us last, after the ext_server runtimes (a swap of
+        // sched_ext's servers at its disable then finds the ext_server's
+        // bandwidth to give back) and once no released boost's bandwidth
+        // is pending: see `wait_dl_released`.
+        let mut entries: Vec<PathBuf> = rd.flatten().map(|d| d.path()).collect();
+        entries.sort_by_key(|e| is_rt_limit(e));
+        for e in entries {
+            if is_rt_limit(&e) {
+                let until = std::time::Instant::now()
+                    + std::time::Duration::from_millis(DL_RELEASE_WAIT_MS);
+                wait_dl_released(until.min(give_up), keep_trying);
+            }
+            match restore_one(&e) {
                 Restored::Yes => n += 1,
-                Restored::Busy => busy.push(d.path()),
+                Restored::Busy => busy.push(e),
                 Restored::No => {}
             }
         }
@@ -108,8 +121,6 @@ impl Knobs {
                 BUSY_RETRY_MS / 1000
             );
         }
-        let t0 = std::time::Instant::now();
-        let give_up = t0 + std::time::Duration::from_millis(BUSY_RETRY_MS);
         let waited = !busy.is_empty();
         while !busy.is_empty() && std::time::Instant::now() < give_up && keep_trying() {
             std::thread::sleep(std::time::Duration::from_millis(50));
@@ -135,6 +146,58 @@ impl Knobs {
             );
         }
         n
+    }
+}
+
+/// Whether the journal entry `entry` saves kernel.sched_rt_runtime_us.
+fn is_rt_limit(entry: &Path) -> bool {
+    entry.file_name().and_then(|f| f.to_str()) == Some(&key_of(Path::new(SCHED_RT_RUNTIME)))
+}
+
+/// The longest wait for ended boosts' SCHED_DEADLINE bandwidth to be
+/// released before sched_rt_runtime_us is written back, ms. A boost's
+/// deadline is at most one server period (at most 1 s) after it starts, and
+/// the kernel releases its bandwidth at its 0-lag time: by that deadline,
+/// later only by an overrun scaled by period / runtime. Measured after a
+/// SIGKILL during a boost: 0-230 ms. Bandwidth still counted after this is
+/// taken as leaked for good (a boost ended while its task slept past its
+/// 0-lag time: no timer will release it), which the write's recomputation
+/// of the total drops, as it should.
+pub const DL_RELEASE_WAIT_MS: u64 = 2000;
+
+/// Waits, until `give_up` or while `keep_trying` says so, for the root
+/// domain's SCHED_DEADLINE admission total to hold no bandwidth of tasks
+/// that have left SCHED_DEADLINE: a write of sched_rt_runtime_us recomputes
+/// the total without them, and their 0-lag timers then subtract it a second
+/// time (`crate::dlbw`). Returns at once when the total cannot be read (no
+/// debugfs, several root domains).
+fn wait_dl_released(give_up: std::time::Instant, keep_trying: &dyn Fn() -> bool) {
+    use crate::dlbw::{pending_release, Release};
+    let t0 = std::time::Instant::now();
+    let mut last = pending_release();
+    while matches!(last, Release::Changing | Release::Pending(1..))
+        && std::time::Instant::now() < give_up
+        && keep_trying()
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        last = pending_release();
+    }
+    let ms = t0.elapsed().as_millis();
+    match last {
+        Release::Pending(..=0) | Release::Unknown if ms < 50 => {}
+        Release::Pending(..=0) | Release::Unknown => log::info!(
+            "waited {ms} ms for the SCHED_DEADLINE bandwidth of restored boosts to be released \
+             before putting sched_rt_runtime_us back"
+        ),
+        Release::Pending(p) => log::info!(
+            "sched_rt_runtime_us put back after {ms} ms with {p} (1 << 20 = one CPU) of \
+             SCHED_DEADLINE bandwidth of ended boosts still counted: taken as leaked, which \
+             the kernel's recount at that write drops"
+        ),
+        Release::Changing => log::warn!(
+            "sched_rt_runtime_us put back after {ms} ms while sched_ext was still changing \
+             state: the kernel's admission total (dl_bw->total_bw) may be off"
+        ),
     }
 }
 

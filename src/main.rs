@@ -7,6 +7,7 @@ mod boost;
 mod bpf_intf;
 mod bpf_skel;
 mod checks;
+mod dlbw;
 mod executor;
 mod guard;
 mod hist;

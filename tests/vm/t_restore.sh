@@ -20,6 +20,8 @@ mapfile -t kt < <(raised_tids 1)
 kt0=$(sched_of_all "${kt[@]}")
 kt_back() { [ "$(sched_of_all "${kt[@]}")" = "$kt0" ]; }
 
+bw_is() { [ "$(dl_total_bw)" = "$1" ]; }
+reattach0=$(dmesg | grep -c 'failed to re-attach fair_server')
 for run in KILL TERM KILL-dl QUIT PKILL GROUP; do
 	sig=${run%-dl}
 	extra=()
@@ -94,6 +96,15 @@ for run in KILL TERM KILL-dl QUIT PKILL GROUP; do
 			fail "after SIG$sig: $(sched_of_all "${kt[@]}" | tr '\n' ' '), were $(echo $kt0)"
 		note "back: $(echo $kt0)"
 	fi
+	# the kernel's SCHED_DEADLINE admission total is back where it was:
+	# sched_rt_runtime_us written back while a restored boost's bandwidth
+	# was still to be released left it at -731016 (wrapped) where it was
+	# 104856, and the fair_server could then not be re-attached at the
+	# disable ("failed to re-attach fair_server", a WARNING)
+	wait_for 5 bw_is "$bw0" >/dev/null ||
+		fail "after SIG$sig ($run): dl_bw->total_bw $(dl_total_bw), $bw0 before the start"
+	[ "$(dmesg | grep -c 'failed to re-attach fair_server')" = "$reattach0" ] ||
+		fail "after SIG$sig ($run): the kernel could not re-attach the fair_server: $(dmesg | grep -m1 'failed to re-attach')"
 	sleep 0.5
 	if pgrep -x scx-floor-guard >/dev/null; then fail "the guardian outlived scx_floor"; fi
 done

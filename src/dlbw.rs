@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Reads the kernel's SCHED_DEADLINE admission state: how much of the root
+//! domain's admission total (`dl_bw->total_bw`) belongs to no live
+//! reservation, i.e. is still counted for tasks that have left
+//! SCHED_DEADLINE and is released only at their 0-lag time.
+//!
+//! Why it matters: every write of `kernel.sched_rt_runtime_us` makes the
+//! kernel rebuild the sched domains, and the rebuild recomputes `total_bw`
+//! from the attached dl_servers and the tasks whose policy is SCHED_DEADLINE
+//! now (`dl_clear_root_domain()`, `dl_add_task_root_domain()`,
+//! kernel/sched/deadline.c). A task switched out of SCHED_DEADLINE a moment
+//! before is not counted by the rebuild, yet its 0-lag ("inactive") timer
+//! still subtracts its bandwidth later: `total_bw` wraps below zero, every
+//! later admission check fails with EBUSY, and sched_ext's disable cannot
+//! re-attach the fair_server ("failed to re-attach fair_server on CPU N",
+//! a WARNING in `scx_root_disable()`), which leaves normal tasks with no
+//! server against RT hogs until reboot. Measured on Debian's 7.3.4 (VM, 2
+//! CPUs, SIGKILL during a `--boost deadline` boost): `total_bw` -731016
+//! after the guardian put the sysctl back, against 104856 at boot.
+//!
+//! Bandwidths are in the kernel's fixed point: 1 << 20 is one CPU
+//! (`to_ratio()`, kernel/sched/core.c).
+
+use std::fs;
+use std::path::Path;
+
+use crate::boost;
+
+/// The kernel's `BW_SHIFT`: bandwidth 1 << 20 is one whole CPU.
+pub const BW_SHIFT: u32 = 20;
+
+/// `SCHED_FLAG_SUGOV`: a schedutil worker, whose reservation the kernel
+/// never counts in `total_bw` (`dl_entity_is_special()`).
+const SCHED_FLAG_SUGOV: u64 = 0x1000_0000;
+
+/// The scheduler's debug dump in debugfs: one `dl_bw->total_bw` line per
+/// CPU, giving the total of that CPU's root domain.
+pub const SCHED_DEBUG: &str = "/sys/kernel/debug/sched/debug";
+
+/// The kernel's `to_ratio(period, runtime)`: `runtime` per `period` (both
+/// ns) as a bandwidth; 0 for a zero period.
+pub fn to_ratio(period_ns: u64, runtime_ns: u64) -> u64 {
+    if period_ns == 0 {
+        return 0;
+    }
+    ((runtime_ns as u128) << BW_SHIFT)
+        .checked_div(period_ns as u128)
+        .unwrap_or(0) as u64
+}
+
+/// The root domain's `total_bw` from a debug dump: `None` when the dump has
+/// no such line or when CPUs disagree (more than one root domain, e.g.
+/// cpuset partitions: this module then knows too little to tell).
+pub fn parse_total_bw(debug: &str) -> Option<i64> {
+    let mut v = None;
+    for l in debug.lines() {
+        let Some(rest) = l.trim_start().strip_prefix(".dl_bw->total_bw") else {
+            continue;
+        };
+        let x: i64 = rest.trim_start().strip_prefix(':')?.trim().parse().ok()?;
+        match v {
+            None => v = Some(x),
+            Some(y) if y != x => return None,
+            _ => {}
+        }
+    }
+    v
+}
+
+/// Which dl_servers hold bandwidth in `total_bw`: the fair_server of each
+/// CPU, the ext_server, or both. From sched_ext's sysfs `state` and
+/// `switch_all`: with every task switched to sched_ext the fair_servers are
+/// detached and the ext_servers attached; with sched_ext off only the
+/// fair_servers are; in partial mode both (`scx_root_enable()` and
+/// `scx_root_disable()`, kernel/sched/ext). `None` while sched_ext is
+/// enabling or disabling: its servers are being swapped.
+pub fn attached_servers(scx_state: &str, switch_all: &str) -> Option<(bool, bool)> {
+    match scx_state.trim() {
+        "disabled" => Some((true, false)),
+        "enabled" if switch_all.trim() == "1" => Some((false, true)),
+        "enabled" => Some((true, true)),
+        _ => None,
+    }
+}
+
+/// Sum of the attached servers' bandwidth on `cpus`, from their debugfs
+/// `runtime` and `period` (ns) under `debug_sched` (normally
+/// /sys/kernel/debug/sched). `None` when a file is unreadable.
+fn servers_bw(debug_sched: &Path, cpus: &[usize], fair: bool, ext: bool) -> Option<u64> {
+    let read = |kind: &str, cpu: usize, f: &str| -> Option<u64> {
+        fs::read_to_string(debug_sched.join(format!("{kind}/cpu{cpu}/{f}")))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let mut sum = 0;
+    for &cpu in cpus {
+        for (on, kind) in [(fair, "fair_server"), (ext, "ext_server")] {
+            if on {
+                sum += to_ratio(read(kind, cpu, "period")?, read(kind, cpu, "runtime")?);
+            }
+        }
+    }
+    Some(sum)
+}
+
+/// Bandwidth of one task's reservation as the kernel counts it: 0 unless
+/// SCHED_DEADLINE (and not a schedutil worker); the period is the deadline
+/// when 0 (`__setparam_dl()`).
+pub fn task_bw(attr: &boost::SchedAttr) -> u64 {
+    if attr.sched_policy != boost::SCHED_DEADLINE || attr.sched_flags & SCHED_FLAG_SUGOV != 0 {
+        return 0;
+    }
+    let period = if attr.sched_period != 0 {
+        attr.sched_period
+    } else {
+        attr.sched_deadline
+    };
+    to_ratio(period, attr.sched_runtime)
+}
+
+/// Sum of [`task_bw`] over every thread on the system (/proc/*/task/*).
+fn live_tasks_bw() -> u64 {
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut sum = 0;
+    for p in procs.flatten() {
+        if !p
+            .file_name()
+            .to_string_lossy()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        let Ok(tasks) = fs::read_dir(p.path().join("task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            if let Ok(tid) = t.file_name().to_string_lossy().parse::<u32>() {
+                sum += boost::get_attr(tid).map(|a| task_bw(&a)).unwrap_or(0);
+            }
+        }
+    }
+    sum
+}
+
+/// What [`pending_release`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Bandwidth in `total_bw` that no attached server and no live
+    /// SCHED_DEADLINE task holds: still to be released at some task's 0-lag
+    /// time when positive; negative after the wrap of the module doc.
+    Pending(i64),
+    /// Not told this time: sched_ext is swapping its servers, or `total_bw`
+    /// moved while the tasks were read. Ask again.
+    Changing,
+    /// Cannot be told here: no debugfs or sysfs file, or more than one
+    /// root domain.
+    Unknown,
+}
+
+/// Compares the root domain's `total_bw` with the bandwidth of the attached
+/// dl_servers and of every live SCHED_DEADLINE task (one sched_getattr()
+/// per thread on the system).
+pub fn pending_release() -> Release {
+    let scx = Path::new(crate::checks::SCX_SYSFS);
+    let read = |p: &Path| fs::read_to_string(p).ok();
+    let (Some(state), Ok(cpus), Some(debug0)) = (
+        read(&scx.join("state")),
+        crate::sched::online_cpus(),
+        read(Path::new(SCHED_DEBUG)),
+    ) else {
+        return Release::Unknown;
+    };
+    let switch_all = read(&scx.join("switch_all")).unwrap_or_default();
+    let Some((fair, ext)) = attached_servers(&state, &switch_all) else {
+        return Release::Changing;
+    };
+    let Some(before) = parse_total_bw(&debug0) else {
+        return Release::Unknown;
+    };
+    let dir = Path::new(SCHED_DEBUG).parent().unwrap_or(Path::new("/"));
+    let Some(servers) = servers_bw(dir, &cpus, fair, ext) else {
+        return Release::Unknown;
+    };
+    let tasks = live_tasks_bw();
+    let after = read(Path::new(SCHED_DEBUG)).and_then(|d| parse_total_bw(&d));
+    if after != Some(before) || read(&scx.join("state")).as_deref() != Some(state.as_str()) {
+        return Release::Changing;
+    }
+    Release::Pending(before - servers as i64 - tasks as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn to_ratio_matches_the_kernels_fixed_point() {
+        // 50 ms / 1 s: each fair_server at boot; two of them made the
+        // 104856 read in the VM
+        assert_eq!(to_ratio(1_000_000_000, 50_000_000), 52428);
+        assert_eq!(to_ratio(1_000_000_000, 1_000_000_000), 1 << 20);
+        assert_eq!(to_ratio(0, 5), 0);
+        assert_eq!(to_ratio(1_000_000_000, 0), 0);
+        // the zero-bandwidth reservation rounds to 0
+        let z = boost::dl_zero_attr();
+        assert_eq!(to_ratio(z.sched_period, z.sched_runtime), 0);
+    }
+
+    #[test]
+    fn total_bw_is_one_root_domains_or_none() {
+        let one = "cpu#0\n  .dl_bw->bw                     : 1048576\n  .dl_bw->total_bw               : 104856\n\
+                   cpu#1\n  .dl_bw->total_bw               : 104856\n";
+        assert_eq!(parse_total_bw(one), Some(104856));
+        let wrapped = "  .dl_bw->total_bw               : -731016\n";
+        assert_eq!(parse_total_bw(wrapped), Some(-731016));
+        let two = "  .dl_bw->total_bw : 104856\n  .dl_bw->total_bw : 52428\n";
+        assert_eq!(parse_total_bw(two), None);
+        assert_eq!(parse_total_bw("cpu#0\n  .dl_nr_running : 0\n"), None);
+        assert_eq!(parse_total_bw("  .dl_bw->total_bw : x\n"), None);
+    }
+
+    #[test]
+    fn servers_follow_sched_ext_state() {
+        assert_eq!(attached_servers("disabled\n", ""), Some((true, false)));
+        assert_eq!(attached_servers("enabled\n", "1\n"), Some((false, true)));
+        assert_eq!(attached_servers("enabled\n", "0\n"), Some((true, true)));
+        assert_eq!(attached_servers("disabling\n", "1\n"), None);
+        assert_eq!(attached_servers("enabling\n", "1\n"), None);
+    }
+
+    #[test]
+    fn servers_bw_sums_attached_servers_per_cpu() {
+        let d = tempfile::tempdir().unwrap();
+        for (kind, rt) in [("fair_server", 50_000_000u64), ("ext_server", 0)] {
+            for cpu in [0, 1] {
+                let c = d.path().join(format!("{kind}/cpu{cpu}"));
+                fs::create_dir_all(&c).unwrap();
+                fs::write(c.join("runtime"), format!("{rt}\n")).unwrap();
+                fs::write(c.join("period"), "1000000000\n").unwrap();
+            }
+        }
+        assert_eq!(servers_bw(d.path(), &[0, 1], true, false), Some(104856));
+        assert_eq!(servers_bw(d.path(), &[0, 1], false, true), Some(0));
+        assert_eq!(servers_bw(d.path(), &[0, 1], true, true), Some(104856));
+        assert_eq!(servers_bw(d.path(), &[0, 2], true, false), None);
+    }
+
+    #[test]
+    fn task_bw_counts_only_deadline_reservations() {
+        let dl = boost::deadline_attr(10_000_000, 100_000_000);
+        assert_eq!(task_bw(&dl), to_ratio(100_000_000, 10_000_000));
+        let mut by_deadline = dl;
+        by_deadline.sched_period = 0;
+        assert_eq!(task_bw(&by_deadline), task_bw(&dl));
+        let mut sugov = dl;
+        sugov.sched_flags |= SCHED_FLAG_SUGOV;
+        assert_eq!(task_bw(&sugov), 0);
+        assert_eq!(task_bw(&boost::fifo_attr(10)), 0);
+    }
+
+    #[test]
+    fn this_thread_holds_no_reservation() {
+        assert_eq!(task_bw(&boost::get_attr(0).unwrap()), 0);
+    }
+}
