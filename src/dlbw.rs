@@ -186,6 +186,11 @@ pub fn pending_release() -> Release {
     let Some(servers) = servers_bw(dir, &cpus, fair, ext) else {
         return Release::Unknown;
     };
+    if before <= servers as i64 {
+        // tasks' bandwidth is never negative: nothing can be pending, and
+        // the scan of every thread is skipped
+        return Release::Pending(before - servers as i64);
+    }
     let tasks = live_tasks_bw();
     let after = read(Path::new(SCHED_DEBUG)).and_then(|d| parse_total_bw(&d));
     if after != Some(before) || read(&scx.join("state")).as_deref() != Some(state.as_str()) {
@@ -236,7 +241,7 @@ mod tests {
     #[test]
     fn servers_bw_sums_attached_servers_per_cpu() {
         let d = tempfile::tempdir().unwrap();
-        for (kind, rt) in [("fair_server", 50_000_000u64), ("ext_server", 0)] {
+        for (kind, rt) in [("fair_server", 50_000_000u64), ("ext_server", 25_000_000)] {
             for cpu in [0, 1] {
                 let c = d.path().join(format!("{kind}/cpu{cpu}"));
                 fs::create_dir_all(&c).unwrap();
@@ -245,8 +250,9 @@ mod tests {
             }
         }
         assert_eq!(servers_bw(d.path(), &[0, 1], true, false), Some(104856));
-        assert_eq!(servers_bw(d.path(), &[0, 1], false, true), Some(0));
-        assert_eq!(servers_bw(d.path(), &[0, 1], true, true), Some(104856));
+        assert_eq!(servers_bw(d.path(), &[0, 1], false, true), Some(52428));
+        assert_eq!(servers_bw(d.path(), &[0, 1], true, true), Some(157284));
+        assert_eq!(servers_bw(d.path(), &[1], false, true), Some(26214));
         assert_eq!(servers_bw(d.path(), &[0, 2], true, false), None);
     }
 
@@ -261,10 +267,5 @@ mod tests {
         sugov.sched_flags |= SCHED_FLAG_SUGOV;
         assert_eq!(task_bw(&sugov), 0);
         assert_eq!(task_bw(&boost::fifo_attr(10)), 0);
-    }
-
-    #[test]
-    fn this_thread_holds_no_reservation() {
-        assert_eq!(task_bw(&boost::get_attr(0).unwrap()), 0);
     }
 }

@@ -84,9 +84,14 @@ impl Knobs {
     /// runtime after an overrun; measured: EBUSY right after a SIGKILL, and
     /// in CI for over 2 s after SysRq-S ejected scx_floor during boosts).
     ///
-    /// `keep_trying` is asked before each retry: the guardian's restore
-    /// during a SIGSTOP stops retrying once scx_floor continues (which sets
-    /// its knobs again; a late restore would undo that and drop the journal).
+    /// sched_rt_runtime_us goes last, after a wait for the SCHED_DEADLINE
+    /// bandwidth of ended boosts to be released ([`wait_dl_released`]).
+    ///
+    /// `keep_trying` is asked before each retry and during that wait: the
+    /// guardian's restore during a SIGSTOP stops once scx_floor continues
+    /// (which sets its knobs again; a late restore would undo that and drop
+    /// the journal). A wait cut short that way leaves sched_rt_runtime_us
+    /// journaled, for the next replay.
     pub fn restore_all(&self, keep_trying: &dyn Fn() -> bool) -> usize {
         let Ok(rd) = fs::read_dir(&self.dir) else {
             return 0;
@@ -99,15 +104,26 @@ impl Knobs {
         // sched_ext's servers at its disable then finds the ext_server's
         // bandwidth to give back) and once no released boost's bandwidth
         // is pending: see `wait_dl_released`.
-        let mut entries: Vec<PathBuf> = rd.flatten().map(|d| d.path()).collect();
-        entries.sort_by_key(|e| is_rt_limit(e));
-        for e in entries {
+        let mut heal = false;
+        for e in rt_limit_last(rd.flatten().map(|d| d.path()).collect()) {
             if is_rt_limit(&e) {
                 let until = std::time::Instant::now()
                     + std::time::Duration::from_millis(DL_RELEASE_WAIT_MS);
-                wait_dl_released(until.min(give_up), keep_trying);
+                match wait_dl_released(until.min(give_up), keep_trying) {
+                    Waited::Stopped => continue,
+                    Waited::Pending => heal = true,
+                    Waited::Released => {}
+                }
             }
             match restore_one(&e) {
+                Restored::Yes if is_rt_limit(&e) && heal => {
+                    n += 1;
+                    recount_if_wrapped(
+                        std::time::Instant::now()
+                            + std::time::Duration::from_millis(DL_RELEASE_WAIT_MS),
+                        keep_trying,
+                    );
+                }
                 Restored::Yes => n += 1,
                 Restored::Busy => busy.push(e),
                 Restored::No => {}
@@ -116,9 +132,11 @@ impl Knobs {
         if !busy.is_empty() {
             log::info!(
                 "the kernel refuses {} knob(s) for now (EBUSY: SCHED_DEADLINE bandwidth of \
-                 tasks boosted a moment ago is still counted); retrying for up to {} s",
+                 tasks boosted a moment ago is still counted); retrying for up to {} ms",
                 busy.len(),
-                BUSY_RETRY_MS / 1000
+                give_up
+                    .saturating_duration_since(std::time::Instant::now())
+                    .as_millis()
             );
         }
         let waited = !busy.is_empty();
@@ -165,26 +183,48 @@ fn is_rt_limit(entry: &Path) -> bool {
 /// of the total drops, as it should.
 pub const DL_RELEASE_WAIT_MS: u64 = 2000;
 
+/// `entries` (knob journal files) in restore order: sched_rt_runtime_us
+/// last, the others in their given order.
+fn rt_limit_last(mut entries: Vec<PathBuf>) -> Vec<PathBuf> {
+    entries.sort_by_key(|e| is_rt_limit(e));
+    entries
+}
+
+/// How [`wait_dl_released`] ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Waited {
+    /// Nothing of ended boosts is counted (or it cannot be told).
+    Released,
+    /// Still counted at the time limit.
+    Pending,
+    /// `keep_trying` said no: leave sched_rt_runtime_us journaled.
+    Stopped,
+}
+
 /// Waits, until `give_up` or while `keep_trying` says so, for the root
 /// domain's SCHED_DEADLINE admission total to hold no bandwidth of tasks
 /// that have left SCHED_DEADLINE: a write of sched_rt_runtime_us recomputes
 /// the total without them, and their 0-lag timers then subtract it a second
 /// time (`crate::dlbw`). Returns at once when the total cannot be read (no
 /// debugfs, several root domains).
-fn wait_dl_released(give_up: std::time::Instant, keep_trying: &dyn Fn() -> bool) {
+fn wait_dl_released(give_up: std::time::Instant, keep_trying: &dyn Fn() -> bool) -> Waited {
     use crate::dlbw::{pending_release, Release};
     let t0 = std::time::Instant::now();
     let mut last = pending_release();
+    let mut polls = 0;
     while matches!(last, Release::Changing | Release::Pending(1..))
         && std::time::Instant::now() < give_up
-        && keep_trying()
     {
+        if !keep_trying() {
+            return Waited::Stopped;
+        }
         std::thread::sleep(std::time::Duration::from_millis(50));
         last = pending_release();
+        polls += 1;
     }
     let ms = t0.elapsed().as_millis();
     match last {
-        Release::Pending(..=0) | Release::Unknown if ms < 50 => {}
+        Release::Pending(..=0) | Release::Unknown if polls == 0 => {}
         Release::Pending(..=0) | Release::Unknown => log::info!(
             "waited {ms} ms for the SCHED_DEADLINE bandwidth of restored boosts to be released \
              before putting sched_rt_runtime_us back"
@@ -198,6 +238,34 @@ fn wait_dl_released(give_up: std::time::Instant, keep_trying: &dyn Fn() -> bool)
             "sched_rt_runtime_us put back after {ms} ms while sched_ext was still changing \
              state: the kernel's admission total (dl_bw->total_bw) may be off"
         ),
+    }
+    match last {
+        Release::Pending(1..) | Release::Changing => Waited::Pending,
+        _ => Waited::Released,
+    }
+}
+
+/// After sched_rt_runtime_us was written back with bandwidth of ended
+/// boosts still counted: if a late 0-lag timer then drives the admission
+/// total below what the live reservations hold (wrapped), writes the same
+/// value again, for the kernel to count the total afresh. Watches until
+/// `until` or while `keep_trying` says so.
+fn recount_if_wrapped(until: std::time::Instant, keep_trying: &dyn Fn() -> bool) {
+    use crate::dlbw::{pending_release, Release};
+    while std::time::Instant::now() < until && keep_trying() {
+        if let Release::Pending(p @ ..=-1) = pending_release() {
+            let v = fs::read_to_string(SCHED_RT_RUNTIME).unwrap_or_default();
+            let r = fs::write(SCHED_RT_RUNTIME, v.trim());
+            log::warn!(
+                "the kernel's SCHED_DEADLINE admission total fell {} (1 << 20 = one CPU) below \
+                 the live reservations after sched_rt_runtime_us was put back; wrote it again \
+                 for a recount: {}",
+                -p,
+                r.map_or_else(|e| e.to_string(), |()| "done".into())
+            );
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 
@@ -244,6 +312,24 @@ fn restore_one(entry: &Path) -> Restored {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sched_rt_runtime_us_is_restored_last() {
+        let d = Path::new("/run/scx_floor/knobs");
+        let rt = d.join(key_of(Path::new(SCHED_RT_RUNTIME)));
+        let ext0 = d.join(key_of(&ext_server_runtime(Path::new(EXT_SERVER_DIR), 0)));
+        let ext1 = d.join(key_of(&ext_server_period(Path::new(EXT_SERVER_DIR), 1)));
+        assert!(is_rt_limit(&rt));
+        assert!(!is_rt_limit(&ext0));
+        assert_eq!(
+            rt_limit_last(vec![rt.clone(), ext0.clone(), ext1.clone()]),
+            vec![ext0.clone(), ext1.clone(), rt.clone()]
+        );
+        assert_eq!(
+            rt_limit_last(vec![ext1.clone(), rt.clone(), ext0.clone()]),
+            vec![ext1, ext0, rt]
+        );
+    }
 
     #[test]
     fn set_journals_the_first_original_and_restores_it() {
