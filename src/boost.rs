@@ -9,7 +9,7 @@
 //! reused by a new task is told apart by its start time (field 22 of
 //! /proc/PID/stat).
 //!
-//! On PREEMPT_RT it also raises the kernel's irq_work/N and rcuc/N threads
+//! On PREEMPT_RT it also raises the kernel's irq_work/N, rcuc/N and ktimers/N threads
 //! while scx_floor runs ([`KthreadRaise`]), journaled the same way.
 
 use std::fs;
@@ -545,7 +545,7 @@ pub const RAISE_PRIO: u32 = 99;
 /// The per-CPU kernel threads raised to [`RAISE_PRIO`] while scx_floor
 /// runs, by command-name prefix ("irq_work/3" is CPU 3's); see
 /// [`KthreadRaise`] for why each.
-pub const RAISED_KTHREADS: [&str; 2] = ["irq_work/", "rcuc/"];
+pub const RAISED_KTHREADS: [&str; 3] = ["irq_work/", "rcuc/", "ktimers/"];
 
 /// `PF_KTHREAD` (include/linux/sched.h): the task is a kernel thread.
 pub const PF_KTHREAD: u64 = 0x0020_0000;
@@ -642,6 +642,16 @@ pub fn raised_kthreads() -> Vec<(usize, usize, u32)> {
 /// (or by a SCHED_DEADLINE boost, after which the hog runs first), it holds
 /// up every grace period: seen on 7.3.4-rt, the reader `rcuc/1` behind a
 /// FIFO 99 hog with `sched_rt_runtime_us` -1, ejected ("RCU CPU stall").
+///
+/// ktimers/N: PREEMPT_RT runs the timer softirq (timer-wheel callbacks,
+/// delayed work among them) in this thread at FIFO 1. An RT hog above it
+/// stops every timer queued on its CPU, and sched_ext's own watchdog is a
+/// delayed work: queued on a CPU a hog then holds, it never runs, and after
+/// the watchdog timeout the kernel ejects the BPF scheduler ("watchdog
+/// failed to check in"). The timer goes to the CPU that queues it unless
+/// `nohz_full=` moves it to a housekeeping CPU. Measured on 7.3.4-rt
+/// without `nohz_full` (bench/fork-hog-guest): ejected in 2 of 3 rounds
+/// under a FIFO 50 hog, 0 of 2 with ktimers/N at FIFO 99, stock 0 of 5.
 ///
 /// At FIFO 99 no hog preempts them (equal priorities do not preempt), a
 /// boost that does hands the CPU back to them before the hog, and the
@@ -924,6 +934,7 @@ mod tests {
         assert_eq!(raised_kthread("irq_work/0\n"), Some((0, 0)));
         assert_eq!(raised_kthread("irq_work/127"), Some((0, 127)));
         assert_eq!(raised_kthread("rcuc/3\n"), Some((1, 3)));
+        assert_eq!(raised_kthread("ktimers/1\n"), Some((2, 1)));
         for bad in [
             "irq_work/",
             "irq_work/1a",
@@ -933,6 +944,8 @@ mod tests {
             "rcuc/",
             "rcub/0",
             "rcuop/1",
+            "ktimers/",
+            "ktimersd/1",
         ] {
             assert_eq!(raised_kthread(bad), None, "{bad}");
         }

@@ -306,10 +306,10 @@ policy_of() { chrt -p "$1" | awk -F': ' '/policy/ {print $2; exit}'; }
 sched_of() { chrt -p "$1" | awk -F': ' '/policy/ {p = $2} /priority/ {print p, $2; exit}'; }
 
 # raised_tids CPU: "name=tid" of CPU's kernel threads that scx_floor raises
-# to SCHED_FIFO 99 while it runs (irq_work/N, rcuc/N; PREEMPT_RT only).
+# to SCHED_FIFO 99 while it runs (irq_work/N, rcuc/N, ktimers/N; PREEMPT_RT only).
 raised_tids() {
 	local k t
-	for k in irq_work rcuc; do
+	for k in irq_work rcuc ktimers; do
 		t=$(pgrep -x "$k/$1" | head -1)
 		[ -z "$t" ] || echo "$k/$1=$t"
 	done

@@ -2,7 +2,7 @@
 # scx_floor loads (state enabled, root/ops names scx_floor), prints its stats,
 # and unloads on SIGINT and on SIGTERM with exit code 0 (state disabled).
 # A CPU named twice in --server-cpus gets one server (one executor thread).
-# On PREEMPT_RT, irq_work/1 and rcuc/1 run at SCHED_FIFO 99 while it is
+# On PREEMPT_RT, irq_work/1, rcuc/1 and ktimers/1 run at SCHED_FIFO 99 while it is
 # loaded and at their own priority again after.
 source "$(dirname "$0")/lib.sh"
 
@@ -18,7 +18,7 @@ for sig in INT TERM; do
 		# raised before the scheduler attaches
 		wait_for 3 all_raised "${kt[@]}" >/dev/null ||
 			fail "while scx_floor runs, want SCHED_FIFO 99: $(sched_of_all "${kt[@]}" | tr '\n' ' ')"
-		grep -q "irq_work/N and rcuc/N kernel thread(s) run at SCHED_FIFO 99" "$FLOOR_LOG" || fail "no log line for the kernel-thread raise"
+		grep -q "irq_work/N, rcuc/N and ktimers/N kernel thread(s) run at SCHED_FIFO 99" "$FLOOR_LOG" || fail "no log line for the kernel-thread raise"
 	fi
 	sleep 2.5
 	grep -q 'normal_ms/s' "$FLOOR_LOG" || { cat "$FLOOR_LOG"; fail "--stats printed no table"; }
