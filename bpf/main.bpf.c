@@ -445,8 +445,11 @@ struct {
  * it since: the kernel's PREEMPT_RCU marks such a task (rcu_read_unlock_special
  * .b.blocked, set by rcu_note_context_switch() in kernel/rcu/tree_plugin.h)
  * and every grace period that began before waits for it. The kernel's own
- * remedy, RCU priority boosting (CONFIG_RCU_BOOST), raises such a reader to
- * SCHED_FIFO after a while; Debian's kernels are built without it. A reader
+ * remedy, RCU priority boosting (CONFIG_RCU_BOOST), lends such a reader
+ * SCHED_FIFO 1 (rcutree.kthread_prio) after CONFIG_RCU_BOOST_DELAY ms, which
+ * moves it out of sched_ext (ops.disable()) into the RT class, where an RT
+ * hog above 1 keeps it off its CPU. Debian's generic kernel is built without
+ * it, its PREEMPT_RT kernel with it (500 ms). A reader
  * left at its vtime waits as long as its weight says: a nice-19 kthread
  * (khugepaged) under load waited for seconds per run, the grace period with
  * it, and at 21 s the kernel's RCU stall detector ejects the scheduler (CI's
