@@ -319,8 +319,11 @@ impl Journal {
             .mode(0o600)
             .open(path)
             .with_context(|| format!("opening {}", path.display()))?;
+        // Grown, never shrunk: a file an earlier version sized for fewer
+        // raised-thread kinds keeps its records at the same offsets, and a
+        // larger one (a later version's) keeps the records past ours.
         let len = JOURNAL_RECS * std::mem::size_of::<Rec>();
-        if f.metadata()?.len() != len as u64 {
+        if f.metadata()?.len() < len as u64 {
             f.set_len(len as u64)?;
         }
         // SAFETY: a shared mapping of a file we sized; unmapped in Drop.
@@ -622,9 +625,10 @@ pub fn raised_kthreads() -> Vec<(usize, usize, u32)> {
 /// The per-CPU kernel threads of [`RAISED_KTHREADS`] at SCHED_FIFO
 /// [`RAISE_PRIO`] for as long as this value lives (journaled first, put
 /// back on drop, by the guardian, or by the next start). PREEMPT_RT runs
-/// both at SCHED_FIFO 1, and both do their work inside RCU read-side
-/// critical sections: every sleeping spinlock is one on PREEMPT_RT, and so
-/// is a bottom-half-disabled section.
+/// all three at SCHED_FIFO 1. irq_work/N and rcuc/N do their work inside
+/// RCU read-side critical sections (every sleeping spinlock is one on
+/// PREEMPT_RT, and so is a bottom-half-disabled section); ktimers/N runs the
+/// timers, sched_ext's watchdog among them.
 ///
 /// irq_work/N: a BPF ring buffer's wake-up (`bpf_ringbuf_output()`, which
 /// scx_floor's BPF side uses to wake its threads) is lazy irq_work, run by
@@ -651,7 +655,8 @@ pub fn raised_kthreads() -> Vec<(usize, usize, u32)> {
 /// failed to check in"). The timer goes to the CPU that queues it unless
 /// `nohz_full=` moves it to a housekeeping CPU. Measured on 7.3.4-rt
 /// without `nohz_full` (bench/fork-hog-guest): ejected in 2 of 3 rounds
-/// under a FIFO 50 hog, 0 of 2 with ktimers/N at FIFO 99, stock 0 of 5.
+/// under a FIFO 50 hog, 0 of 4 with ktimers/N raised (and 0 of 2 raised by
+/// hand), stock 0 of 5.
 ///
 /// At FIFO 99 no hog preempts them (equal priorities do not preempt), a
 /// boost that does hands the CPU back to them before the hog, and the
@@ -981,6 +986,48 @@ mod tests {
             "restored"
         );
         assert!(!raise_needs_restore(&e, None, None), "gone");
+    }
+
+    #[test]
+    fn a_smaller_journal_is_grown_with_its_records_and_never_shrunk() {
+        let d = std::env::temp_dir().join(format!("scx_floor_grow_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        let p = d.join("j");
+        let rec = std::mem::size_of::<Rec>();
+        let rcuc_1 = BOOST_RECS + MAX_CPUS + 1;
+        {
+            // as the version with two raised-thread kinds left it
+            let j = Journal::open(&p).unwrap();
+            let e = Entry {
+                tid: 4_194_306,
+                start: 7,
+                saved: SchedAttr::default(),
+            };
+            j.record_as(rcuc_1, &e, REC_RAISED);
+        }
+        let old_len = (BOOST_RECS + 2 * MAX_CPUS) * rec;
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(old_len as u64)
+            .unwrap();
+        let j = Journal::open(&p).unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().len(), (JOURNAL_RECS * rec) as u64);
+        let r = j.raises();
+        assert_eq!(r.len(), 1);
+        assert_eq!((r[0].0, r[0].1.tid, r[0].1.start), (rcuc_1, 4_194_306, 7));
+        drop(j);
+        let big = (JOURNAL_RECS + MAX_CPUS) * rec;
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(big as u64)
+            .unwrap();
+        drop(Journal::open(&p).unwrap());
+        assert_eq!(fs::metadata(&p).unwrap().len(), big as u64, "never shrunk");
+        fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

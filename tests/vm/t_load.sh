@@ -8,6 +8,11 @@ source "$(dirname "$0")/lib.sh"
 
 [ "$(scx_state)" = disabled ] || fail "sched_ext state is $(scx_state) before the test"
 mapfile -t kt < <(raised_tids 1)
+# PREEMPT_RT has all three (rcuc/N with its default rcutree.use_softirq=0):
+# a missing one would make the checks below pass untested
+if uname -v | grep -qE "PREEMPT_RT|PREEMPT_\{RT"; then
+	[ ${#kt[@]} = 3 ] || fail "PREEMPT_RT: want irq_work/1, rcuc/1 and ktimers/1, found: ${kt[*]}"
+fi
 kt0=$(sched_of_all "${kt[@]}")
 for sig in INT TERM; do
 	start_floor --stats 1
