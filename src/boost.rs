@@ -1005,13 +1005,11 @@ mod tests {
             };
             j.record_as(rcuc_1, &e, REC_RAISED);
         }
-        let old_len = (BOOST_RECS + 2 * MAX_CPUS) * rec;
-        fs::OpenOptions::new()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_len(old_len as u64)
-            .unwrap();
+        let resize = |len: usize| {
+            let f = fs::OpenOptions::new().write(true).open(&p).unwrap();
+            f.set_len(len as u64).unwrap();
+        };
+        resize((BOOST_RECS + 2 * MAX_CPUS) * rec);
         let j = Journal::open(&p).unwrap();
         assert_eq!(fs::metadata(&p).unwrap().len(), (JOURNAL_RECS * rec) as u64);
         let r = j.raises();
@@ -1019,12 +1017,7 @@ mod tests {
         assert_eq!((r[0].0, r[0].1.tid, r[0].1.start), (rcuc_1, 4_194_306, 7));
         drop(j);
         let big = (JOURNAL_RECS + MAX_CPUS) * rec;
-        fs::OpenOptions::new()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_len(big as u64)
-            .unwrap();
+        resize(big);
         drop(Journal::open(&p).unwrap());
         assert_eq!(fs::metadata(&p).unwrap().len(), big as u64, "never shrunk");
         fs::remove_dir_all(&d).unwrap();
