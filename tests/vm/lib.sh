@@ -239,6 +239,43 @@ print(" ".join(f"{(y - x) / 1e6 / (t1 - t0):.1f}" for x, y in zip(a, b)))
 PY
 }
 
+# bursts_of SECS PID: the task's CPU time over SECS of wall time, sampled
+# every 50 ms on its perf task-clock counter (as ms_per_s_of), as one line:
+# "MS_PER_S LARGEST_BURST_MS BURSTS LONGEST_SAMPLE_MS". A burst is a run of
+# samples in which the task's clock grew by more than 0.5 ms; the longest
+# sample is the sampler's own longest interval (a stall of its vCPU shows
+# there). A dl_server's burst is at most its runtime plus the lateness of the
+# hrtimer that throttles it (dl_task_timer's runtime enforcement,
+# kernel/sched/deadline.c): a burst far above the runtime is time the
+# emulator charged to the task while it held that timer off.
+bursts_of() {
+	python3 - "$@" <<'PY'
+import ctypes, os, struct, sys, time
+secs, pid = float(sys.argv[1]), int(sys.argv[2])
+libc = ctypes.CDLL(None, use_errno=True)
+attr = bytearray(128)
+struct.pack_into("IIQ", attr, 0, 1, len(attr), 1)  # PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK
+buf = ctypes.create_string_buffer(bytes(attr), len(attr))
+fd = libc.syscall(298, buf, pid, -1, -1, 8)
+if fd < 0:
+    sys.exit(f"perf_event_open({pid}): {os.strerror(ctypes.get_errno())}")
+rd = lambda: struct.unpack("Q", os.read(fd, 8))[0]
+t0 = time.monotonic(); c0 = rd(); t, c = t0, c0
+burst = big = longest = 0.0; n = 0
+while t - t0 < secs:
+    time.sleep(min(0.05, max(0.0, secs - (t - t0))))
+    t1, c1 = time.monotonic(), rd()
+    longest = max(longest, t1 - t)
+    d = (c1 - c) / 1e6
+    if d > 0.5:
+        n += burst == 0; burst += d; big = max(big, burst)
+    else:
+        burst = 0.0
+    t, c = t1, c1
+print(f"{(c - c0) / 1e6 / (t - t0):.1f} {big:.1f} {n} {longest * 1e3:.0f}")
+PY
+}
+
 # ms_per_s PID SECS: CPU time the task got, ms per s of wall time, over SECS.
 ms_per_s() { ms_per_s_of "$2" "$1"; }
 

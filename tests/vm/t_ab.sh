@@ -96,12 +96,26 @@ interrupt TERM scx-floor s0 130
 interrupt KILL scx-floor s1 137
 
 # S1 by hand (stock, fair_server 50 ms / 1 s) against the harness's figure.
-n=$(taskset -c $CPU chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
-sleep 0.3
-h=$(rt_hog $CPU rr 25 20) || fail "no hog"
-sleep 0.5
-hand=$(ms_per_s "$n" 6)
-kill -KILL "$h" "$n" 2>/dev/null
+# A burst of twice the runtime or more is not the kernel's: the host held
+# the vCPU off in the middle of a burst, and the guest charged the time to
+# the task that was running (300 ms of host FIFO load on the vCPU thread's
+# core gave bursts of ~350 ms; CI at 134beec read 179.8 ms/s by hand over
+# 6 s, ~780 ms above the fair_server's budget, with the harness's bursts of
+# 51 - 54 ms in the same boot). Such a window is measured again, once.
+for try in 1 2; do
+	n=$(taskset -c $CPU chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
+	sleep 0.3
+	h=$(rt_hog $CPU rr 25 20) || fail "no hog"
+	sleep 0.5
+	read -r hand big nb longest <<<"$(bursts_of 6 "$n")"
+	kill -KILL "$h" "$n" 2>/dev/null
+	wait_for 5 sh -c "! kill -0 $h 2>/dev/null && ! kill -0 $n 2>/dev/null" >/dev/null # (not our children)
+	note "S1 stock by hand: $hand ms/s over 6 s in $nb bursts, the largest $big ms (runtime 50); the sampler's longest interval $longest ms"
+	figure s1_stock_hand_largest_burst_ms "$big" "<100"
+	ge "$big" 100 || break
+	[ $try = 2 ] && fail "S1 by hand: a burst of $big ms, twice the fair_server's runtime or more, in both windows: the emulator stalled"
+	note "a burst of $big ms: the emulator held the throttle timer off; measured again"
+done
 s1row='.rows[] | select(.scenario == "s1" and .config == "stock")'
 ab=$(jq -r "$s1row | .value" "$J")
 abw=$(jq -r "$s1row | .raw.window_s | .[1] - .[0]" "$J")
@@ -113,14 +127,22 @@ abw=$(jq -r "$s1row | .raw.window_s | .[1] - .[0]" "$J")
 # schedstat on a nohz_full CPU, before it used perf task-clock counters) is
 # still ~50 ms/s off.
 tol=$(awk -v w="$abw" 'BEGIN { printf "%.1f", 50 / w + 50 / 6 + 2 }')
-note "S1 stock: by hand $hand ms/s (6 s), harness $ab ms/s ($abw s window); allowed difference $tol"
-figure s1_stock_hand_minus_harness_ms_per_s "$(awk -v a="$hand" -v b="$ab" 'BEGIN { printf "%.1f", a - b }')" "+-$tol"
-if ! awk -v a="$hand" -v b="$ab" -v t="$tol" 'BEGIN { d = a - b; exit !(d < t && d > -t) }'; then
-	# the harness's samples (s, the normal task's ms since its start):
-	# where its bursts fell
-	jq -r "$s1row"' | .raw.samples_t_s_normal_ms_rt_ms
-		| map("\(.[0] * 10 | round / 10) \(.[1] | round)") | join(", ")' "$J" | fold -w 100 | sed 's/^/    /'
-	fail "S1 by hand ($hand ms/s) and the harness ($ab ms/s) differ by $tol ms/s or more"
+abbig=$(jq -r "$s1row | .raw.largest_burst_ms" "$J")
+note "S1 stock: by hand $hand ms/s (6 s), harness $ab ms/s ($abw s window, the largest burst $abbig ms); allowed difference $tol"
+num "$abbig" || fail "the harness's S1 row has no largest burst: $abbig"
+# the harness's own window can hold such a stall too: it says so in its
+# row, and the quick run is not repeated for it
+if ge "$abbig" 100; then
+	note "the harness's S1 window held an emulator stall (a burst of $abbig ms): not compared"
+else
+	figure s1_stock_hand_minus_harness_ms_per_s "$(awk -v a="$hand" -v b="$ab" 'BEGIN { printf "%.1f", a - b }')" "+-$tol"
+	if ! awk -v a="$hand" -v b="$ab" -v t="$tol" 'BEGIN { d = a - b; exit !(d < t && d > -t) }'; then
+		# the harness's samples (s, the normal task's ms since its
+		# start): where its bursts fell
+		jq -r "$s1row"' | .raw.samples_t_s_normal_ms_rt_ms
+			| map("\(.[0] * 10 | round / 10) \(.[1] | round)") | join(", ")' "$J" | fold -w 100 | sed 's/^/    /'
+		fail "S1 by hand ($hand ms/s) and the harness ($ab ms/s) differ by $tol ms/s or more"
+	fi
 fi
 # S2 by hand (stock: two hogs, schedstat field 1 / field 3 over 5 s) against the
 # harness's figure: the mean slice of stock EEVDF moves by ~20% between runs
