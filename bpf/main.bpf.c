@@ -152,12 +152,12 @@ struct {
  * RT threads that are not the hog a boost must beat (tid -> 1), written by
  * user space: scx_floor's own threads (per CPU at most a planner, an
  * executor and a slice-end thread), its guardian, and on PREEMPT_RT the
- * irq_work/N, rcuc/N and ktimers/N threads it runs at FIFO 99 (short items,
- * like its own).
+ * irq_work/N, rcuc/N, ktimers/N (per CPU) and rcub/N (per rcu_node) threads
+ * it runs at FIFO 99 (short items, like its own).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 6 * FLOOR_MAX_CPUS + 1);
+	__uint(max_entries, 7 * FLOOR_MAX_CPUS + 1);
 	__type(key, u32);
 	__type(value, u32);
 } agent_tids SEC(".maps");

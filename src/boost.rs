@@ -9,7 +9,7 @@
 //! reused by a new task is told apart by its start time (field 22 of
 //! /proc/PID/stat).
 //!
-//! On PREEMPT_RT it also raises the kernel's irq_work/N, rcuc/N and ktimers/N threads
+//! On PREEMPT_RT it also raises the kernel's irq_work/N, rcuc/N, ktimers/N and rcub/N threads
 //! while scx_floor runs ([`KthreadRaise`]), journaled the same way.
 
 use std::fs;
@@ -545,10 +545,11 @@ pub fn journal_before_boost(j: &Journal, i: usize, tid: u32, start: Option<u64>)
 /// SCHED_FIFO priority of the raised kernel threads while scx_floor runs.
 pub const RAISE_PRIO: u32 = 99;
 
-/// The per-CPU kernel threads raised to [`RAISE_PRIO`] while scx_floor
-/// runs, by command-name prefix ("irq_work/3" is CPU 3's); see
+/// The kernel threads raised to [`RAISE_PRIO`] while scx_floor runs, by
+/// command-name prefix: per CPU ("irq_work/3" is CPU 3's), but for rcub/N,
+/// one per rcu_node (N its index, below the number of CPUs); see
 /// [`KthreadRaise`] for why each.
-pub const RAISED_KTHREADS: [&str; 3] = ["irq_work/", "rcuc/", "ktimers/"];
+pub const RAISED_KTHREADS: [&str; 4] = ["irq_work/", "rcuc/", "ktimers/", "rcub/"];
 
 /// `PF_KTHREAD` (include/linux/sched.h): the task is a kernel thread.
 pub const PF_KTHREAD: u64 = 0x0020_0000;
@@ -562,8 +563,9 @@ pub fn raise_needs_restore(e: &Entry, now_start: Option<u64>, now: Option<&Sched
         && !(e.saved.sched_policy == SCHED_FIFO && e.saved.sched_priority == RAISE_PRIO)
 }
 
-/// Kind (index in [`RAISED_KTHREADS`]) and CPU of a kernel thread to raise,
-/// from its command name: "rcuc/3" is (1, 3); None for any other name.
+/// Kind (index in [`RAISED_KTHREADS`]) and CPU (rcu_node for rcub/N) of a
+/// kernel thread to raise, from its command name: "rcuc/3" is (1, 3); None
+/// for any other name.
 pub fn raised_kthread(comm: &str) -> Option<(usize, usize)> {
     let comm = comm.trim_end();
     RAISED_KTHREADS
@@ -622,10 +624,10 @@ pub fn raised_kthreads() -> Vec<(usize, usize, u32)> {
     v
 }
 
-/// The per-CPU kernel threads of [`RAISED_KTHREADS`] at SCHED_FIFO
+/// The kernel threads of [`RAISED_KTHREADS`] at SCHED_FIFO
 /// [`RAISE_PRIO`] for as long as this value lives (journaled first, put
 /// back on drop, by the guardian, or by the next start). PREEMPT_RT runs
-/// all three at SCHED_FIFO 1. irq_work/N and rcuc/N do their work inside
+/// all four at SCHED_FIFO 1 (`rcutree.kthread_prio`). irq_work/N and rcuc/N do their work inside
 /// RCU read-side critical sections (every sleeping spinlock is one on
 /// PREEMPT_RT, and so is a bottom-half-disabled section); ktimers/N runs the
 /// timers, sched_ext's watchdog among them.
@@ -657,6 +659,21 @@ pub fn raised_kthreads() -> Vec<(usize, usize, u32)> {
 /// without `nohz_full` (bench/fork-hog-guest): ejected in 2 of 3 rounds
 /// under a FIFO 50 hog, 0 of 4 with ktimers/N raised (and 0 of 2 raised by
 /// hand), stock 0 of 5.
+///
+/// rcub/N: RCU priority boosting (CONFIG_RCU_BOOST, on in Debian's
+/// PREEMPT_RT kernel) lends a reader preempted inside a read-side section,
+/// that holds a grace period up for `CONFIG_RCU_BOOST_DELAY` (500 ms), the
+/// priority of its rcu_node's rcub/N thread, which blocks on an rt_mutex
+/// the reader is made to own (`rcu_boost()`, kernel/rcu/tree_plugin.h). At
+/// FIFO 1 that moves a normal reader out of sched_ext into the RT class,
+/// where no ext_server or fair_server serves it and any RT hog above 1 keeps
+/// it off its CPU; the unload of a BPF scheduler waits for a grace period,
+/// so scx_floor's own exit then hangs (seen on 7.3.4-rt: a
+/// `systemd-udevd` worker under a FIFO 99 hog). Raised, the reader
+/// inherits FIFO 99 and runs before any hog below 99; the server's look
+/// through /proc finds such a reader too (its policy is still normal) but
+/// only while scx_floor serves, up to a second later, and not during the
+/// unload.
 ///
 /// At FIFO 99 no hog preempts them (equal priorities do not preempt), a
 /// boost that does hands the CPU back to them before the hog, and the
@@ -940,6 +957,7 @@ mod tests {
         assert_eq!(raised_kthread("irq_work/127"), Some((0, 127)));
         assert_eq!(raised_kthread("rcuc/3\n"), Some((1, 3)));
         assert_eq!(raised_kthread("ktimers/1\n"), Some((2, 1)));
+        assert_eq!(raised_kthread("rcub/0\n"), Some((3, 0)));
         for bad in [
             "irq_work/",
             "irq_work/1a",
@@ -947,7 +965,7 @@ mod tests {
             "ksoftirqd/1",
             "irq_work/-1",
             "rcuc/",
-            "rcub/0",
+            "rcub/",
             "rcuop/1",
             "ktimers/",
             "ktimersd/1",

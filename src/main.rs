@@ -347,10 +347,11 @@ fn run(opts: Opts) -> Result<()> {
     pcfg.raised_tids = raise.tids();
     if !pcfg.raised_tids.is_empty() {
         info!(
-            "the {} irq_work/N, rcuc/N and ktimers/N kernel thread(s) run at SCHED_FIFO {} \
-             while scx_floor runs (restored on exit): each works inside RCU read-side sections, \
-             one preempted there by an RT task stalls RCU, irq_work/N delivers the BPF side's \
-             wake-ups, and ktimers/N runs the timers, sched_ext's watchdog among them",
+            "the {} irq_work/N, rcuc/N, ktimers/N and rcub/N kernel thread(s) run at \
+             SCHED_FIFO {} while scx_floor runs (restored on exit): each works inside RCU \
+             read-side sections, one preempted there by an RT task stalls RCU, irq_work/N \
+             delivers the BPF side's wake-ups, ktimers/N runs the timers, sched_ext's watchdog \
+             among them, and rcub/N lends its priority to a reader RCU boosts",
             pcfg.raised_tids.len(),
             boost::RAISE_PRIO
         );
@@ -381,7 +382,9 @@ fn run(opts: Opts) -> Result<()> {
     }
     if !pcfg.raised_tids.is_empty() {
         drop(raise);
-        info!("irq_work/N, rcuc/N and ktimers/N threads put back (a failure is warned above)");
+        info!(
+            "irq_work/N, rcuc/N, ktimers/N and rcub/N threads put back (a failure is warned above)"
+        );
     }
     Ok(())
 }

@@ -343,12 +343,14 @@ policy_of() { chrt -p "$1" | awk -F': ' '/policy/ {print $2; exit}'; }
 sched_of() { chrt -p "$1" | awk -F': ' '/policy/ {p = $2} /priority/ {print p, $2; exit}'; }
 
 # raised_tids CPU: "name=tid" of CPU's kernel threads that scx_floor raises
-# to SCHED_FIFO 99 while it runs (irq_work/N, rcuc/N, ktimers/N; PREEMPT_RT only).
+# to SCHED_FIFO 99 while it runs (irq_work/N, rcuc/N, ktimers/N; PREEMPT_RT
+# only), and of rcub/0, RCU's boost thread of the first rcu_node (the only
+# one up to 16 CPUs, CONFIG_RCU_FANOUT_LEAF).
 raised_tids() {
 	local k t
-	for k in irq_work rcuc ktimers; do
-		t=$(pgrep -x "$k/$1" | head -1)
-		[ -z "$t" ] || echo "$k/$1=$t"
+	for k in irq_work/$1 rcuc/$1 ktimers/$1 rcub/0; do
+		t=$(pgrep -x "$k" | head -1)
+		[ -z "$t" ] || echo "$k=$t"
 	done
 }
 

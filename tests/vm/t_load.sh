@@ -2,16 +2,17 @@
 # scx_floor loads (state enabled, root/ops names scx_floor), prints its stats,
 # and unloads on SIGINT and on SIGTERM with exit code 0 (state disabled).
 # A CPU named twice in --server-cpus gets one server (one executor thread).
-# On PREEMPT_RT, irq_work/1, rcuc/1 and ktimers/1 run at SCHED_FIFO 99 while it is
-# loaded and at their own priority again after.
+# On PREEMPT_RT, irq_work/1, rcuc/1, ktimers/1 and rcub/0 run at SCHED_FIFO 99
+# while it is loaded and at their own priority again after.
 source "$(dirname "$0")/lib.sh"
 
 [ "$(scx_state)" = disabled ] || fail "sched_ext state is $(scx_state) before the test"
 mapfile -t kt < <(raised_tids 1)
-# PREEMPT_RT has all three (rcuc/N with its default rcutree.use_softirq=0):
-# a missing one would make the checks below pass untested
+# PREEMPT_RT has all four (rcuc/N with its default rcutree.use_softirq=0,
+# rcub/N with CONFIG_RCU_BOOST): a missing one would make the checks below
+# pass untested
 if uname -v | grep -qE "PREEMPT_RT|PREEMPT_\{RT"; then
-	[ ${#kt[@]} = 3 ] || fail "PREEMPT_RT: want irq_work/1, rcuc/1 and ktimers/1, found: ${kt[*]}"
+	[ ${#kt[@]} = 4 ] || fail "PREEMPT_RT: want irq_work/1, rcuc/1, ktimers/1 and rcub/0, found: ${kt[*]}"
 fi
 kt0=$(sched_of_all "${kt[@]}")
 for sig in INT TERM; do
@@ -23,7 +24,7 @@ for sig in INT TERM; do
 		# raised before the scheduler attaches
 		wait_for 3 all_raised "${kt[@]}" >/dev/null ||
 			fail "while scx_floor runs, want SCHED_FIFO 99: $(sched_of_all "${kt[@]}" | tr '\n' ' ')"
-		grep -q "irq_work/N, rcuc/N and ktimers/N kernel thread(s) run at SCHED_FIFO 99" "$FLOOR_LOG" || fail "no log line for the kernel-thread raise"
+		grep -q "irq_work/N, rcuc/N, ktimers/N and rcub/N kernel thread(s) run at SCHED_FIFO 99" "$FLOOR_LOG" || fail "no log line for the kernel-thread raise"
 	fi
 	sleep 2.5
 	grep -q 'normal_ms/s' "$FLOOR_LOG" || { cat "$FLOOR_LOG"; fail "--stats printed no table"; }
