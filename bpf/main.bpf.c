@@ -446,10 +446,12 @@ struct {
  * .b.blocked, set by rcu_note_context_switch() in kernel/rcu/tree_plugin.h)
  * and every grace period that began before waits for it. The kernel's own
  * remedy, RCU priority boosting (CONFIG_RCU_BOOST), lends such a reader
- * SCHED_FIFO 1 (rcutree.kthread_prio) after CONFIG_RCU_BOOST_DELAY ms, which
- * moves it out of sched_ext (ops.disable()) into the RT class, where an RT
- * hog above 1 keeps it off its CPU. Debian's generic kernel is built without
- * it, its PREEMPT_RT kernel with it (500 ms). A reader
+ * the priority of its rcu_node's rcub/N thread after CONFIG_RCU_BOOST_DELAY
+ * ms, which moves it out of sched_ext (ops.disable()) into the RT class.
+ * rcub/N runs at SCHED_FIFO 1 (rcutree.kthread_prio), where an RT hog above
+ * 1 keeps the reader off its CPU; user space raises it to 99 while
+ * scx_floor runs. Debian's generic kernel is built without it, its
+ * PREEMPT_RT kernel with it (500 ms). A reader
  * left at its vtime waits as long as its weight says: a nice-19 kthread
  * (khugepaged) under load waited for seconds per run, the grace period with
  * it, and at 21 s the kernel's RCU stall detector ejects the scheduler (CI's

@@ -254,9 +254,11 @@ const MAX_CPUS: usize = crate::bpf_intf::floor_consts_FLOOR_MAX_CPUS as usize;
 /// Records for boosts: one per BPF boost slot.
 pub const BOOST_RECS: usize = MAX_CPUS * crate::bpf_intf::floor_consts_FLOOR_SLOTS_PER_CPU as usize;
 
-/// Number of records: the boosts', then one per CPU for each of
-/// [`RAISED_KTHREADS`], in that order (record `BOOST_RECS + kind * MAX_CPUS
-/// + cpu`).
+/// Number of records: the boosts', then [`MAX_CPUS`] for each kind of
+/// [`RAISED_KTHREADS`], in that order: record
+/// `BOOST_RECS + kind * MAX_CPUS + n`, n the CPU, or the rcu_node of rcub/N.
+/// A kind added later goes last, so the records of the earlier kinds keep
+/// their offsets.
 pub const JOURNAL_RECS: usize = BOOST_RECS + RAISED_KTHREADS.len() * MAX_CPUS;
 
 /// The journal of boosted tasks: a root-only file on tmpfs mapped shared
@@ -627,7 +629,8 @@ pub fn raised_kthreads() -> Vec<(usize, usize, u32)> {
 /// The kernel threads of [`RAISED_KTHREADS`] at SCHED_FIFO
 /// [`RAISE_PRIO`] for as long as this value lives (journaled first, put
 /// back on drop, by the guardian, or by the next start). PREEMPT_RT runs
-/// all four at SCHED_FIFO 1 (`rcutree.kthread_prio`). irq_work/N and rcuc/N do their work inside
+/// all four at SCHED_FIFO 1 (rcuc/N and rcub/N at `rcutree.kthread_prio`,
+/// whose default is 1). irq_work/N and rcuc/N do their work inside
 /// RCU read-side critical sections (every sleeping spinlock is one on
 /// PREEMPT_RT, and so is a bottom-half-disabled section); ktimers/N runs the
 /// timers, sched_ext's watchdog among them.
@@ -1033,6 +1036,17 @@ mod tests {
         let r = j.raises();
         assert_eq!(r.len(), 1);
         assert_eq!((r[0].0, r[0].1.tid, r[0].1.start), (rcuc_1, 4_194_306, 7));
+        // the kind added last (rcub/N) has records past the earlier kinds'
+        let rcub_0 = BOOST_RECS + 3 * MAX_CPUS;
+        assert_eq!(RAISED_KTHREADS[3], "rcub/");
+        let e = Entry {
+            tid: 17,
+            start: 3,
+            saved: SchedAttr::default(),
+        };
+        j.record_as(rcub_0, &e, REC_RAISED);
+        let r: Vec<(usize, u32)> = j.raises().iter().map(|(i, e)| (*i, e.tid)).collect();
+        assert_eq!(r, vec![(rcuc_1, 4_194_306), (rcub_0, 17)]);
         drop(j);
         let big = (JOURNAL_RECS + MAX_CPUS) * rec;
         resize(big);

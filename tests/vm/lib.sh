@@ -344,13 +344,13 @@ sched_of() { chrt -p "$1" | awk -F': ' '/policy/ {p = $2} /priority/ {print p, $
 
 # raised_tids CPU: "name=tid" of CPU's kernel threads that scx_floor raises
 # to SCHED_FIFO 99 while it runs (irq_work/N, rcuc/N, ktimers/N; PREEMPT_RT
-# only), and of rcub/0, RCU's boost thread of the first rcu_node (the only
-# one up to 16 CPUs, CONFIG_RCU_FANOUT_LEAF).
+# only), and of the first RCU boost thread, rcub/N (one per rcu_node, N its
+# index: rcub/0 up to 16 CPUs, CONFIG_RCU_FANOUT_LEAF; CONFIG_RCU_BOOST only).
 raised_tids() {
 	local k t
-	for k in irq_work/$1 rcuc/$1 ktimers/$1 rcub/0; do
+	for k in "irq_work/$1" "rcuc/$1" "ktimers/$1" "rcub/[0-9]+"; do
 		t=$(pgrep -x "$k" | head -1)
-		[ -z "$t" ] || echo "$k=$t"
+		[ -z "$t" ] || echo "$(cat /proc/$t/comm)=$t"
 	done
 }
 

@@ -2,7 +2,7 @@
 # scx_floor loads (state enabled, root/ops names scx_floor), prints its stats,
 # and unloads on SIGINT and on SIGTERM with exit code 0 (state disabled).
 # A CPU named twice in --server-cpus gets one server (one executor thread).
-# On PREEMPT_RT, irq_work/1, rcuc/1, ktimers/1 and rcub/0 run at SCHED_FIFO 99
+# On PREEMPT_RT, irq_work/1, rcuc/1, ktimers/1 and rcub/N run at SCHED_FIFO 99
 # while it is loaded and at their own priority again after.
 source "$(dirname "$0")/lib.sh"
 
@@ -12,7 +12,7 @@ mapfile -t kt < <(raised_tids 1)
 # rcub/N with CONFIG_RCU_BOOST): a missing one would make the checks below
 # pass untested
 if uname -v | grep -qE "PREEMPT_RT|PREEMPT_\{RT"; then
-	[ ${#kt[@]} = 4 ] || fail "PREEMPT_RT: want irq_work/1, rcuc/1, ktimers/1 and rcub/0, found: ${kt[*]}"
+	[ ${#kt[@]} = 4 ] || fail "PREEMPT_RT: want irq_work/1, rcuc/1, ktimers/1 and an rcub/N, found: ${kt[*]}"
 fi
 kt0=$(sched_of_all "${kt[@]}")
 for sig in INT TERM; do
