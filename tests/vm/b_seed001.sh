@@ -20,10 +20,22 @@ sysctl -qw kernel.sched_rt_runtime_us=-1
 note "$(uname -r), $(grep -o 'nohz_full=[^ ]*' /proc/cmdline), sched_rt_runtime_us -1"
 floor_n=() floor_h=()
 for round in 1 2; do
-	read -r n h f < <(s1_measure rr 25) || fail "stock round $round: S1 measurement failed"
-	note "round $round, stock (fair_server): normal $n ms/s, hog $h ms/s, first service after $f ms"
-	figure stock_normal_ms_per_s "$n"
-	figure stock_hog_ms_per_s "$h"
+	# Stock is the reference, not under test: a round the stock kernel
+	# itself breaks is reported, and scx_floor's round still runs. On
+	# 7.3.4-rt the RR 25 hog once preempted ktimers/1 (FIFO 1 without
+	# scx_floor) inside a sleeping spinlock, RCU stalled on it, and the
+	# tasks could not be measured (CI at e49a6cb).
+	if read -r n h f < <(s1_measure rr 25); then
+		note "round $round, stock (fair_server): normal $n ms/s, hog $h ms/s, first service after $f ms"
+		figure stock_normal_ms_per_s "$n"
+		figure stock_hog_ms_per_s "$h"
+	else
+		note "round $round, stock (fair_server): S1 measurement failed; what the kernel said:"
+		dmesg | grep -E -A3 'rcu.*detected stalls|sched_ext|BUG:|WARNING:' | grep -vE 'Call Trace|<TASK>' |
+			tail -8 | cut -c1-160 | sed 's/^/    /'
+		figure stock_round_failed 1
+		sleep 2 # the hog is gone: a stalled reader it held can finish
+	fi
 	start_floor --stats 2
 	seq0=$(enable_seq)
 	read -r n h f < <(s1_measure rr 25) || fail "scx_floor round $round: S1 measurement failed"
