@@ -246,8 +246,8 @@ PY
 # sample is the sampler's own longest interval (a stall of its vCPU shows
 # there). A dl_server's burst is at most its runtime plus the lateness of the
 # hrtimer that throttles it (dl_task_timer's runtime enforcement,
-# kernel/sched/deadline.c): a burst far above the runtime is time the
-# emulator charged to the task while it held that timer off.
+# kernel/sched/deadline.c): a burst far above the runtime is time the host
+# held the task's vCPU off, which the guest charged to the task.
 bursts_of() {
 	python3 - "$@" <<'PY'
 import ctypes, os, struct, sys, time

@@ -113,8 +113,8 @@ for try in 1 2; do
 	note "S1 stock by hand: $hand ms/s over 6 s in $nb bursts, the largest $big ms (runtime 50); the sampler's longest interval $longest ms"
 	figure s1_stock_hand_largest_burst_ms "$big" "<100"
 	ge "$big" 100 || break
-	[ $try = 2 ] && fail "S1 by hand: a burst of $big ms, twice the fair_server's runtime or more, in both windows: the emulator stalled"
-	note "a burst of $big ms: the emulator held the throttle timer off; measured again"
+	[ $try = 2 ] && fail "S1 by hand: a burst of $big ms, twice the fair_server's runtime or more, in both windows: the host held the vCPU off"
+	note "a burst of $big ms: the host held the vCPU off; measured again"
 done
 s1row='.rows[] | select(.scenario == "s1" and .config == "stock")'
 ab=$(jq -r "$s1row | .value" "$J")

@@ -14,7 +14,7 @@ orig=$(ext_server_runtime 1)
 [ "$orig" != missing ] || fail "no ext_server in debugfs"
 rt_orig=$(cat /proc/sys/kernel/sched_rt_runtime_us)
 [ "$rt_orig" != -1 ] || fail "kernel.sched_rt_runtime_us is -1 already: nothing to test"
-# PREEMPT_RT: irq_work/1, rcuc/1, ktimers/1 and rcub/0, at FIFO 99 while scx_floor runs, are
+# PREEMPT_RT: irq_work/1, rcuc/1, ktimers/1 and rcub/N, at FIFO 99 while scx_floor runs, are
 # back after
 mapfile -t kt < <(raised_tids 1)
 kt0=$(sched_of_all "${kt[@]}")
