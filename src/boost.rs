@@ -115,8 +115,8 @@ pub fn restore_attr_of(saved: &SchedAttr) -> SchedAttr {
     }
 }
 
-/// Gives `tid` its own policy back: `saved` are its attributes before the
-/// boost, `now` its attributes now (sched_getattr).
+/// Gives `tid` its own policy back ([`restore_policy`]): `saved` are its
+/// attributes before the boost, `now` its attributes now ([`get_attr`]).
 ///
 /// A SCHED_DEADLINE task switched to another policy while it sleeps keeps
 /// its bandwidth in the root domain's admission total (`dl_bw->total_bw`)
@@ -137,7 +137,7 @@ pub fn restore_attr_of(saved: &SchedAttr) -> SchedAttr {
 /// A runnable task is not shrunk either: the kernel releases its bandwidth
 /// at its 0-lag time, and shrinking every restore (tried) broke kernel-cut
 /// boosts and once drove total_bw negative. A failed shrink is ignored.
-/// Errors: those of the restoring `sched_setattr()`.
+/// Errors: those of the restoring `sched_setscheduler()`.
 pub fn unboost(tid: u32, saved: &SchedAttr, now: &SchedAttr) -> std::io::Result<()> {
     if now.sched_policy == SCHED_DEADLINE
         && stat_of(tid).is_some_and(|(_, state)| state != 'R')
@@ -145,7 +145,57 @@ pub fn unboost(tid: u32, saved: &SchedAttr, now: &SchedAttr) -> std::io::Result<
     {
         let _ = set_attr(tid, &dl_zero_attr());
     }
-    set_attr(tid, &restore_attr_of(saved))
+    restore_policy(tid, saved)
+}
+
+/// Gives `tid` the policy and reset-on-fork flag of `saved` (its attributes
+/// before the boost) with `sched_setscheduler(2)`, which keeps the task's
+/// nice value as it is now: the kernel fills the nice value of that call
+/// from the task's static priority (`_sched_setscheduler()` in
+/// kernel/sched/syscalls.c), which a SCHED_FIFO or SCHED_DEADLINE boost does
+/// not change and a `renice` during the boost does. So the task gets back
+/// the nice value it had, or the one an administrator gave it meanwhile,
+/// with no system call to read it (the kernel does not report nice for RT
+/// tasks). Errors: those of `sched_setscheduler()` (ESRCH: gone).
+pub fn restore_policy(tid: u32, saved: &SchedAttr) -> std::io::Result<()> {
+    let a = restore_attr_of(saved);
+    let mut policy = a.sched_policy as libc::c_int;
+    if a.sched_flags & SCHED_FLAG_RESET_ON_FORK != 0 {
+        policy |= libc::SCHED_RESET_ON_FORK;
+    }
+    let param = libc::sched_param {
+        sched_priority: a.sched_priority as libc::c_int,
+    };
+    // SAFETY: `param` is a valid sched_param for the call's duration.
+    let r = unsafe { libc::sched_setscheduler(tid as libc::pid_t, policy, &param) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `errno` the restores give when a task no longer has the attributes its
+/// boost gave it ([`is_boost_of`] is false): someone else changed them
+/// during the boost (`chrt`), or the thread id now names another task.
+/// Nothing was changed.
+pub const ERR_CHANGED: i32 = libc::ESTALE;
+
+/// Whether `now` (a task's attributes, [`get_attr`]) are still those
+/// scx_floor gave it with `boost`: the same policy, the reset-on-fork flag
+/// every boost sets, and the same RT priority (SCHED_FIFO) or runtime and
+/// period (SCHED_DEADLINE; or those of [`dl_zero_attr`], which [`unboost`]
+/// sets first: a restore cut short after it must still be finished). A task
+/// an administrator moved with `chrt` during the boost, to any policy or
+/// priority, fails it, and is left as they set it; so does a reused thread
+/// id at its own policy.
+pub fn is_boost_of(now: &SchedAttr, boost: &SchedAttr) -> bool {
+    let dl = |a: &SchedAttr| (a.sched_runtime, a.sched_period);
+    now.sched_policy == boost.sched_policy
+        && now.sched_flags & SCHED_FLAG_RESET_ON_FORK != 0
+        && match boost.sched_policy {
+            SCHED_DEADLINE => dl(now) == dl(boost) || dl(now) == dl(&dl_zero_attr()),
+            _ => now.sched_priority == boost.sched_priority,
+        }
 }
 
 /// Period of the zero-bandwidth reservation, ns: with [`DL_MIN_RUNTIME_NS`]
@@ -228,10 +278,13 @@ pub struct Entry {
     pub start: u64,
     /// its attributes before the boost
     pub saved: SchedAttr,
+    /// the attributes scx_floor gave it (the boost, or the raise)
+    pub boost: SchedAttr,
 }
 
-/// A journal record as stored (32 bytes); `state` is [`REC_BOOSTED`],
-/// [`REC_RAISED`] or 0 (free).
+/// A journal record as stored (56 bytes); `state` is [`REC_BOOSTED`],
+/// [`REC_RAISED`] or 0 (free). `policy` .. `prio`: the attributes saved;
+/// `b_*`: those scx_floor gave the task.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 struct Rec {
@@ -242,6 +295,10 @@ struct Rec {
     flags: u32,
     nice: i32,
     prio: u32,
+    b_policy: u32,
+    b_prio: u32,
+    b_runtime: u64,
+    b_period: u64,
 }
 
 /// Record state of a boosted task.
@@ -262,9 +319,10 @@ pub const BOOST_RECS: usize = MAX_CPUS * crate::bpf_intf::floor_consts_FLOOR_SLO
 pub const JOURNAL_RECS: usize = BOOST_RECS + RAISED_KTHREADS.len() * MAX_CPUS;
 
 /// The journal of boosted tasks: a root-only file on tmpfs mapped shared
-/// into memory, one 32-byte record per boost slot. Writing a record is a
+/// into memory, one 56-byte record per boost slot. Writing a record is a
 /// few memory stores, no system call, yet it outlives the process: the page
-/// cache of the file is what the guardian (or the next start) reads.
+/// cache of the file is what the guardian (or the next start) reads. The
+/// record layout is in the file's name ([`crate::policy::journal_path`]).
 pub struct Journal {
     map: *mut Rec,
 }
@@ -364,7 +422,7 @@ impl Journal {
     }
 
     fn record_as(&self, i: usize, e: &Entry, state: u32) {
-        let a = &e.saved;
+        let (a, b) = (&e.saved, &e.boost);
         let r = Rec {
             state: 0,
             tid: e.tid,
@@ -373,6 +431,10 @@ impl Journal {
             flags: a.sched_flags as u32,
             nice: a.sched_nice,
             prio: a.sched_priority,
+            b_policy: b.sched_policy,
+            b_prio: b.sched_priority,
+            b_runtime: b.sched_runtime,
+            b_period: b.sched_period,
         };
         // SAFETY: in bounds (state() checks); record i belongs to the caller.
         unsafe { std::ptr::write_volatile(self.map.add(i), r) };
@@ -409,12 +471,23 @@ impl Journal {
                     sched_priority: r.prio,
                     ..Default::default()
                 };
+                let boost = SchedAttr {
+                    size: ATTR_SIZE,
+                    sched_policy: r.b_policy,
+                    sched_flags: SCHED_FLAG_RESET_ON_FORK,
+                    sched_priority: r.b_prio,
+                    sched_runtime: r.b_runtime,
+                    sched_deadline: r.b_period,
+                    sched_period: r.b_period,
+                    ..Default::default()
+                };
                 (
                     i,
                     Entry {
                         tid: r.tid,
                         start: r.start,
                         saved,
+                        boost,
                     },
                 )
             })
@@ -439,19 +512,66 @@ pub fn is_boost_policy(policy: u32) -> bool {
     policy == SCHED_FIFO || policy == SCHED_DEADLINE
 }
 
-/// Whether `tid` runs at a boost policy now (false when it is gone). A tid
-/// reused after the boosted task exited runs its own policy; one system call,
-/// where comparing start times in /proc takes three.
-pub fn at_boost_policy(tid: u32) -> bool {
-    get_attr(tid).is_ok_and(|a| is_boost_policy(a.sched_policy))
+/// Whether a task found in the journal must be restored: it is the same task
+/// (same start time) and still has the attributes of its boost
+/// ([`is_boost_of`]: one moved with `chrt` during the boost is left alone).
+pub fn needs_restore(e: &Entry, now_start: Option<u64>, now: Option<&SchedAttr>) -> bool {
+    now_start == Some(e.start)
+        && now.is_some_and(|a| is_boost_of(a, &e.boost))
+        && !is_boost_policy(e.saved.sched_policy)
 }
 
-/// Whether a task found in the journal must be restored: it is the same task
-/// (same start time) and still runs at a boost policy.
-pub fn needs_restore(e: &Entry, now_start: Option<u64>, now_policy: Option<u32>) -> bool {
-    now_start == Some(e.start)
-        && now_policy.is_some_and(is_boost_policy)
-        && !is_boost_policy(e.saved.sched_policy)
+/// Replays a journal file of the 32-byte record layout of earlier versions
+/// (state u32, tid u32, start u64, policy u32, flags u32, nice i32, prio
+/// u32; no boost attributes), then removes it; returns how many tasks and
+/// kernel threads it put back. A boosted task is restored if it is the same
+/// task and runs at SCHED_FIFO or SCHED_DEADLINE (those versions' rule), a
+/// raised thread if it is at SCHED_FIFO [`RAISE_PRIO`]. The file is read,
+/// never truncated: an old guardian may still have it mapped. None there: 0.
+pub fn replay_legacy(path: &Path) -> usize {
+    let Ok(bytes) = fs::read(path) else { return 0 };
+    let mut n = 0;
+    for rec in bytes.chunks_exact(32) {
+        let u32_at = |o: usize| u32::from_ne_bytes(rec[o..o + 4].try_into().unwrap());
+        let state = u32_at(0);
+        if state != REC_BOOSTED && state != REC_RAISED {
+            continue;
+        }
+        let tid = u32_at(4);
+        let start = u64::from_ne_bytes(rec[8..16].try_into().unwrap());
+        let saved = SchedAttr {
+            size: ATTR_SIZE,
+            sched_policy: u32_at(16),
+            sched_flags: u32_at(20) as u64,
+            sched_nice: u32_at(24) as i32,
+            sched_priority: u32_at(28),
+            ..Default::default()
+        };
+        let (Some((now_start, _)), Ok(now)) = (stat_of(tid), get_attr(tid)) else {
+            continue;
+        };
+        let ours = now_start == start
+            && if state == REC_BOOSTED {
+                is_boost_policy(now.sched_policy) && !is_boost_policy(saved.sched_policy)
+            } else {
+                now.sched_policy == SCHED_FIFO && now.sched_priority == RAISE_PRIO
+            };
+        if ours {
+            let r = if state == REC_BOOSTED {
+                unboost(tid, &saved, &now)
+            } else {
+                set_attr(tid, &restore_attr_of(&saved))
+            };
+            match r {
+                Ok(()) => n += 1,
+                Err(e) => log::warn!("could not restore task {tid} (older journal): {e}"),
+            }
+        }
+    }
+    if let Err(e) = fs::remove_file(path) {
+        log::warn!("removing {}: {e}", path.display());
+    }
+    n
 }
 
 /// Puts back every boosted task in the journal and empties its boost
@@ -503,7 +623,7 @@ fn replay_records(j: &Journal, forget_all: bool) -> usize {
     for (i, e) in j.entries() {
         let start = stat_of(e.tid).map(|s| s.0);
         let now = get_attr(e.tid).ok();
-        let restore = now.filter(|a| needs_restore(&e, start, Some(a.sched_policy)));
+        let restore = now.filter(|a| needs_restore(&e, start, Some(a)));
         if let Some(now) = restore {
             match unboost(e.tid, &e.saved, &now) {
                 Ok(()) => n += 1,
@@ -517,11 +637,18 @@ fn replay_records(j: &Journal, forget_all: bool) -> usize {
     n
 }
 
-/// Saves `tid`'s attributes in journal record `i` before a boost. `start`:
-/// its start time (clock ticks since boot) when the caller knows it (the BPF
-/// side records it), else read from /proc.
+/// Saves `tid`'s attributes, and `boost` (those it is about to get), in
+/// journal record `i` before a boost. `start`: its start time (clock ticks
+/// since boot) when the caller knows it (the BPF side records it), else
+/// read from /proc.
 /// Errors: the task is gone, or already runs at a real-time policy.
-pub fn journal_before_boost(j: &Journal, i: usize, tid: u32, start: Option<u64>) -> Result<Entry> {
+pub fn journal_before_boost(
+    j: &Journal,
+    i: usize,
+    tid: u32,
+    start: Option<u64>,
+    boost: &SchedAttr,
+) -> Result<Entry> {
     let start = match start {
         Some(s) => s,
         None => match stat_of(tid) {
@@ -539,7 +666,12 @@ pub fn journal_before_boost(j: &Journal, i: usize, tid: u32, start: Option<u64>)
             saved.sched_policy
         );
     }
-    let e = Entry { tid, start, saved };
+    let e = Entry {
+        tid,
+        start,
+        saved,
+        boost: *boost,
+    };
     j.record(i, &e);
     Ok(e)
 }
@@ -704,13 +836,19 @@ impl KthreadRaise {
                 continue;
             }
             let i = BOOST_RECS + kind * MAX_CPUS + cpu;
-            journal.record_as(i, &Entry { tid, start, saved }, REC_RAISED);
             let attr = SchedAttr {
                 size: ATTR_SIZE,
                 sched_policy: SCHED_FIFO,
                 sched_priority: RAISE_PRIO,
                 ..Default::default()
             };
+            let e = Entry {
+                tid,
+                start,
+                saved,
+                boost: attr,
+            };
+            journal.record_as(i, &e, REC_RAISED);
             match set_attr(tid, &attr) {
                 Ok(()) => raised.push((i, tid)),
                 Err(e) => {
@@ -851,6 +989,58 @@ mod tests {
     }
 
     #[test]
+    fn restore_policy_keeps_the_nice_value_the_task_has() {
+        // On a thread of its own: the policy and flag set here (SCHED_BATCH,
+        // reset-on-fork) need no privilege, nor does a higher nice value.
+        std::thread::spawn(|| {
+            let me = unsafe { libc::gettid() } as u32;
+            let saved = get_attr(me).unwrap();
+            assert!(is_normal_policy(saved.sched_policy));
+            // `renice -n 3` of the thread while it is "boosted"
+            let nice = saved.sched_nice.max(3);
+            let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, me, nice) };
+            assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+            let to = SchedAttr {
+                sched_policy: 3, // SCHED_BATCH
+                sched_flags: SCHED_FLAG_RESET_ON_FORK,
+                sched_nice: saved.sched_nice,
+                ..Default::default()
+            };
+            restore_policy(me, &to).unwrap();
+            let now = get_attr(me).unwrap();
+            assert_eq!(now.sched_policy, 3);
+            assert_ne!(now.sched_flags & SCHED_FLAG_RESET_ON_FORK, 0);
+            assert_eq!(now.sched_nice, nice, "the renice was undone");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn an_older_journal_is_replayed_once_and_removed() {
+        let d = std::env::temp_dir().join(format!("scx_floor_legacy_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        let path = d.join("boosted.journal");
+        // this thread (alive, at its own policy: nothing to restore) and a
+        // task that is gone, in the 32-byte layout
+        let me = unsafe { libc::gettid() } as u32;
+        let start = stat_of(me).unwrap().0;
+        let mut old = vec![0u8; 4 * 32];
+        for (i, (tid, st)) in [(me, start), (4_194_305, 1)].iter().enumerate() {
+            let r = &mut old[i * 32..(i + 1) * 32];
+            r[0..4].copy_from_slice(&REC_BOOSTED.to_ne_bytes());
+            r[4..8].copy_from_slice(&tid.to_ne_bytes());
+            r[8..16].copy_from_slice(&st.to_ne_bytes());
+        }
+        fs::write(&path, &old).unwrap();
+        assert_eq!(replay_legacy(&path), 0, "nothing at a boost policy");
+        assert!(!path.exists(), "removed after its replay");
+        assert_eq!(replay_legacy(&path), 0, "none there");
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
     fn journal_round_trip_and_restore_rule() {
         let d = std::env::temp_dir().join(format!("scx_floor_journal_{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
@@ -876,24 +1066,67 @@ mod tests {
             tid: 42,
             start: 777,
             saved,
+            boost: fifo_attr(25),
         };
         j.record(17, &e);
         assert_eq!(j.entries(), vec![(17, e)]);
         // another mapping of the same file (the guardian, a later start) sees it
         let j2 = Journal::open(&path).unwrap();
         assert_eq!(j2.entries(), vec![(17, e)]);
-        assert!(needs_restore(&e, Some(777), Some(SCHED_FIFO)));
-        assert!(needs_restore(&e, Some(777), Some(SCHED_DEADLINE)));
+        let fifo = fifo_attr(25);
+        assert!(needs_restore(&e, Some(777), Some(&fifo)));
         assert!(
-            !needs_restore(&e, Some(778), Some(SCHED_FIFO)),
+            !needs_restore(&e, Some(778), Some(&fifo)),
             "tid reused by another task"
         );
         assert!(!needs_restore(&e, None, None), "task gone");
         assert!(
-            !needs_restore(&e, Some(777), Some(SCHED_OTHER)),
+            !needs_restore(
+                &e,
+                Some(777),
+                Some(&SchedAttr {
+                    sched_policy: SCHED_OTHER,
+                    ..Default::default()
+                })
+            ),
             "already restored"
         );
+        assert!(
+            !needs_restore(&e, Some(777), Some(&fifo_attr(49))),
+            "moved to FIFO 50 by an administrator"
+        );
+        // a DEADLINE boost round-trips through the record, and is told
+        // apart by its runtime and period
+        let dl = Entry {
+            boost: deadline_attr(5_000_000, 1_000_000_000),
+            ..e
+        };
+        j.record(18, &dl);
+        assert_eq!(j2.entries()[1], (18, dl));
+        assert!(needs_restore(&dl, Some(777), Some(&dl.boost)));
+        assert!(
+            needs_restore(&dl, Some(777), Some(&dl_zero_attr())),
+            "shrunk by unboost, its restore cut short: still ours"
+        );
+        assert!(!needs_restore(&dl, Some(777), Some(&fifo)));
+        assert!(
+            !needs_restore(
+                &dl,
+                Some(777),
+                Some(&deadline_attr(10_000_000, 100_000_000))
+            ),
+            "a reservation of the administrator's"
+        );
+        let no_reset = SchedAttr {
+            sched_flags: 0,
+            ..fifo
+        };
+        assert!(
+            !needs_restore(&e, Some(777), Some(&no_reset)),
+            "set by someone else, without reset-on-fork"
+        );
         j.forget(17);
+        j.forget(18);
         assert!(j2.entries().is_empty());
         drop((j, j2));
         fs::remove_dir_all(&d).unwrap();
@@ -911,6 +1144,7 @@ mod tests {
                 tid: 4_194_305,
                 start: 1,
                 saved: SchedAttr::default(),
+                boost: fifo_attr(1),
             },
         );
         assert_eq!(replay(&j), 0);
@@ -931,11 +1165,13 @@ mod tests {
             tid: me,
             start,
             saved: SchedAttr::default(),
+            boost: fifo_attr(1),
         };
         let gone = Entry {
             tid: 4_194_305,
             start: 1,
             saved: SchedAttr::default(),
+            boost: fifo_attr(1),
         };
         // the same tid, another task (another start time): not ours to keep
         let reused = Entry {
@@ -987,6 +1223,7 @@ mod tests {
             tid: 30,
             start: 13,
             saved,
+            boost: fifo_attr(98),
         };
         let at = |policy, prio| SchedAttr {
             sched_policy: policy,
@@ -1023,6 +1260,11 @@ mod tests {
                 tid: 4_194_306,
                 start: 7,
                 saved: SchedAttr::default(),
+                boost: SchedAttr {
+                    sched_policy: SCHED_FIFO,
+                    sched_priority: RAISE_PRIO,
+                    ..Default::default()
+                },
             };
             j.record_as(rcuc_1, &e, REC_RAISED);
         }
@@ -1043,6 +1285,11 @@ mod tests {
             tid: 17,
             start: 3,
             saved: SchedAttr::default(),
+            boost: SchedAttr {
+                sched_policy: SCHED_FIFO,
+                sched_priority: RAISE_PRIO,
+                ..Default::default()
+            },
         };
         j.record_as(rcub_0, &e, REC_RAISED);
         let r: Vec<(usize, u32)> = j.raises().iter().map(|(i, e)| (*i, e.tid)).collect();
@@ -1064,6 +1311,7 @@ mod tests {
             tid: 4_194_305,
             start: 1,
             saved: SchedAttr::default(),
+            boost: fifo_attr(1),
         };
         j.record(3, &gone);
         j.record_as(BOOST_RECS + 1, &gone, REC_RAISED);

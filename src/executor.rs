@@ -21,15 +21,17 @@ use std::time::Duration;
 use crate::boost::{self, SchedAttr};
 use crate::sched::{monotonic_ns, BpfView};
 
-/// A boost the executor holds: post `id`, task `tid`, counted in BPF boost
-/// slot `slot`; it ends when the slot's run time reaches `limit_ns` (ns), or
-/// when the planner asks.
+/// A boost the executor holds: post `id`, task `tid` boosted with `boost`,
+/// counted in BPF boost slot `slot`; it ends when the slot's run time
+/// reaches `limit_ns` (ns), or when the planner asks, with the policy of
+/// `restore` (the task's attributes before the boost).
 #[derive(Clone, Copy, Debug)]
 struct Held {
     id: u64,
     tid: u32,
     slot: usize,
     limit_ns: u64,
+    boost: SchedAttr,
     restore: SchedAttr,
     end_now: bool,
 }
@@ -111,9 +113,14 @@ impl Executor {
     /// The executor thread's loop, until [`Executor::stop`]: it starts the
     /// boosts posted, sleeps until the earliest end of a share (run time of
     /// the boost slot, read from the mmapped BPF data: no system call), and
-    /// restores. On stop it starts nothing and restores what it still holds,
-    /// each only if still at a boost policy (the planner may have restored
-    /// it from its own CPU after 2 s, and the tid may have been reused).
+    /// restores. On stop it starts nothing and restores what it still holds.
+    /// A task is restored only if it still has its boost's attributes
+    /// ([`boost::is_boost_of`]): one an administrator moved with `chrt`
+    /// during the boost, one the planner restored from its own CPU (after
+    /// 2 s), and a reused tid are left alone ([`boost::ERR_CHANGED`]). A
+    /// restore is two system calls on the served CPU: `sched_getattr()`, and
+    /// `sched_setscheduler()`, which keeps a `renice` made during the boost
+    /// ([`boost::restore_policy`]).
     pub fn run(&self, view: &BpfView) {
         self.run_with(
             |slot| {
@@ -121,18 +128,22 @@ impl Executor {
                 (pid, ran)
             },
             boost::set_attr,
-            boost::at_boost_policy,
+            boost::restore_policy,
+            boost::get_attr,
         )
     }
 
     /// [`Executor::run`] with its reads and system calls given: `slot`
-    /// returns a boost slot's (tid, run time in ns); `set_attr` changes a
-    /// task's policy; `boosted` tells whether a task is at a boost policy.
+    /// returns a boost slot's (tid, run time in ns); `set_attr` boosts a
+    /// task; `restore` gives it the policy of its saved attributes
+    /// ([`boost::restore_policy`]); `current` reads a task's attributes
+    /// ([`boost::get_attr`]).
     fn run_with(
         &self,
         slot: impl Fn(usize) -> (u32, u64),
         mut set_attr: impl FnMut(u32, &SchedAttr) -> std::io::Result<()>,
-        boosted: impl Fn(u32) -> bool,
+        mut restore: impl FnMut(u32, &SchedAttr) -> std::io::Result<()>,
+        current: impl Fn(u32) -> std::io::Result<SchedAttr>,
     ) {
         let mut g = self.lock();
         loop {
@@ -187,10 +198,15 @@ impl Executor {
                 let res: Vec<(u64, i32)> = ending
                     .iter()
                     .map(|h| {
-                        let e = if stop && !boosted(h.tid) {
-                            0
-                        } else {
-                            errno_of(set_attr(h.tid, &h.restore))
+                        let e = match current(h.tid) {
+                            Err(err) => errno_of(Err(err)),
+                            Ok(now) if boost::is_boost_of(&now, &h.boost) => {
+                                errno_of(restore(h.tid, &h.restore))
+                            }
+                            // back at its own policy already (the planner's
+                            // restore, after 2 s)
+                            Ok(now) if now.sched_policy == h.restore.sched_policy => 0,
+                            Ok(_) => boost::ERR_CHANGED,
                         };
                         (h.id, e)
                     })
@@ -242,6 +258,7 @@ impl Executor {
             tid,
             slot,
             limit_ns,
+            boost: *attr,
             restore: *restore,
             end_now: false,
         };
@@ -349,10 +366,25 @@ mod tests {
 
     /// An executor thread over a fake boost slot whose run time the test
     /// sets, and fake system calls that log (tid, policy) and fail for tid 13.
+    /// `now` is what reading a task's attributes returns (a boost's by
+    /// default).
     struct Rig {
         ex: Executor,
         ran: AtomicU64,
         calls: Mutex<Vec<(u32, u32)>>,
+        now: Mutex<SchedAttr>,
+    }
+
+    impl Rig {
+        /// The fake boost and restore: logged, and EPERM for tid 13.
+        fn call(&self, tid: u32, a: &SchedAttr) -> std::io::Result<()> {
+            self.calls.lock().unwrap().push((tid, a.sched_policy));
+            if tid == 13 {
+                Err(std::io::Error::from_raw_os_error(libc::EPERM))
+            } else {
+                Ok(())
+            }
+        }
     }
 
     fn attrs() -> (SchedAttr, SchedAttr) {
@@ -373,21 +405,16 @@ mod tests {
             ex: Executor::default(),
             ran: AtomicU64::new(0),
             calls: Mutex::new(Vec::new()),
+            now: Mutex::new(attrs().0),
         };
         std::thread::scope(|s| {
             let r = &rig;
             s.spawn(move || {
                 r.ex.run_with(
                     |_| (7, r.ran.load(Ordering::SeqCst)),
-                    |tid, a| {
-                        r.calls.lock().unwrap().push((tid, a.sched_policy));
-                        if tid == 13 {
-                            Err(std::io::Error::from_raw_os_error(libc::EPERM))
-                        } else {
-                            Ok(())
-                        }
-                    },
-                    |_| true,
+                    |tid, a| r.call(tid, a),
+                    |tid, a| r.call(tid, a),
+                    |_| Ok(*r.now.lock().unwrap()),
                 )
             });
             // Stopped on every path out, a failed assertion too (the
@@ -456,6 +483,42 @@ mod tests {
     }
 
     #[test]
+    fn a_task_moved_during_its_boost_is_left_as_it_was_moved() {
+        with_rig(|r| {
+            let (b, rs) = attrs();
+            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
+            wait_for(|| r.ex.take_started(id).is_some());
+            // an administrator's `chrt -f -p 50` while it is boosted
+            *r.now.lock().unwrap() = boost::fifo_attr(49);
+            assert!(matches!(r.ex.end(id), End::Pending));
+            wait_for(|| r.ex.ended(id));
+            let e = r.ex.take_ended(id).unwrap().unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(boost::ERR_CHANGED));
+            assert_eq!(*r.calls.lock().unwrap(), vec![(7, 1)], "no restore");
+            // moved to SCHED_BATCH: changed, nothing set
+            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
+            wait_for(|| r.ex.take_started(id).is_some());
+            *r.now.lock().unwrap() = SchedAttr {
+                sched_policy: 3,
+                ..Default::default()
+            };
+            assert!(matches!(r.ex.end(id), End::Pending));
+            wait_for(|| r.ex.ended(id));
+            let e = r.ex.take_ended(id).unwrap().unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(boost::ERR_CHANGED));
+            assert_eq!(r.calls.lock().unwrap().len(), 2, "no restore");
+            // back at its own policy already: nothing to do, not a change
+            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
+            wait_for(|| r.ex.take_started(id).is_some());
+            *r.now.lock().unwrap() = rs;
+            assert!(matches!(r.ex.end(id), End::Pending));
+            wait_for(|| r.ex.ended(id));
+            assert!(matches!(r.ex.take_ended(id), Some(Ok(()))));
+            assert_eq!(r.calls.lock().unwrap().len(), 3, "no restore");
+        });
+    }
+
+    #[test]
     fn stop_restores_what_is_held() {
         let rig_calls;
         {
@@ -508,7 +571,11 @@ mod tests {
                         calls.lock().unwrap().push((tid, a.sched_policy));
                         Ok(())
                     },
-                    |_| true,
+                    |tid, a| {
+                        calls.lock().unwrap().push((tid, a.sched_policy));
+                        Ok(())
+                    },
+                    |_| Ok(b),
                 )
             });
             wait_for(|| ex.ended(id));

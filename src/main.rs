@@ -287,6 +287,7 @@ fn run(opts: Opts) -> Result<()> {
 
     // Left over by an scx_floor whose guardian died with it.
     let (t, k, r) = guard::replay_all(state_dir, &|| true);
+    let t = t + boost::replay_legacy(&policy::legacy_journal_path(state_dir));
     if t + k + r > 0 {
         log::warn!(
             "restored {t} task(s) and {k} knob(s) left boosted/changed by an earlier scx_floor{}",

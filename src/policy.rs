@@ -60,6 +60,13 @@ pub const STATE_DIR: &str = "/run/scx_floor";
 
 /// The journal of boosted tasks under `state_dir`.
 pub fn journal_path(state_dir: &std::path::Path) -> PathBuf {
+    state_dir.join("boosted.v2.journal")
+}
+
+/// The boost journal of scx_floor versions before the boost's attributes
+/// were journaled (32-byte records), replayed once at start by
+/// [`boost::replay_legacy`].
+pub fn legacy_journal_path(state_dir: &std::path::Path) -> PathBuf {
     state_dir.join("boosted.journal")
 }
 
@@ -307,13 +314,19 @@ fn waiters_of(
     v.into_iter().map(|(_, w)| w).collect()
 }
 
-/// Restores `tid` (journal entry `e`) from this thread if it still runs at a
-/// boost policy ([`boost::is_boost_policy`]; a sleeping SCHED_DEADLINE boost
-/// gives its bandwidth back first, see [`boost::unboost`]).
+/// Restores `tid` (journal entry `e`) from this thread if it still has its
+/// boost's attributes (a sleeping SCHED_DEADLINE boost gives its bandwidth
+/// back first, see [`boost::unboost`]). Nothing to do when it is back at its
+/// own policy already (the executor's restore); [`boost::ERR_CHANGED`] when
+/// it is at neither ([`boost::is_boost_of`]).
 fn restore_here(tid: u32, e: &Entry) -> std::io::Result<()> {
-    match boost::get_attr(tid) {
-        Ok(now) if boost::is_boost_policy(now.sched_policy) => boost::unboost(tid, &e.saved, &now),
-        _ => Ok(()),
+    let now = boost::get_attr(tid)?;
+    if boost::is_boost_of(&now, &e.boost) {
+        boost::unboost(tid, &e.saved, &now)
+    } else if now.sched_policy == e.saved.sched_policy {
+        Ok(())
+    } else {
+        Err(std::io::Error::from_raw_os_error(boost::ERR_CHANGED))
     }
 }
 
@@ -426,7 +439,16 @@ impl<'v> CpuAgent<'v> {
         let Some(slot) = self.free_slots.pop() else {
             anyhow::bail!("no free boost slot")
         };
-        let entry = match boost::journal_before_boost(&self.journal, slot, tid, start) {
+        // SCHED_DEADLINE only where the CPU was handed to it (or --boost
+        // deadline): a SCHED_FIFO boost one above the CPU's RT hog is made
+        // and ended by the executor on the CPU itself.
+        let kind_dl = self.mode == BoostMode::Deadline;
+        let attr = if kind_dl {
+            boost::deadline_attr(budget_ns, deadline_ns)
+        } else {
+            boost::fifo_attr(self.hi_prio)
+        };
+        let entry = match boost::journal_before_boost(&self.journal, slot, tid, start, &attr) {
             Ok(e) => e,
             Err(e) => {
                 self.free_slots.push(slot);
@@ -438,14 +460,9 @@ impl<'v> CpuAgent<'v> {
             self.free_slots.push(slot);
             return Err(e);
         }
-        // SCHED_DEADLINE only where the CPU was handed to it (or --boost
-        // deadline): a SCHED_FIFO boost one above the CPU's RT hog is made
-        // and ended by the executor on the CPU itself.
-        let kind_dl = self.mode == BoostMode::Deadline;
         let res = if kind_dl {
-            boost::set_attr(tid, &boost::deadline_attr(budget_ns, deadline_ns))
+            boost::set_attr(tid, &attr)
         } else {
-            let attr = boost::fifo_attr(self.hi_prio);
             match self.exec {
                 // Counted as made; a failure is settled at the next step.
                 Some(ex) => {
@@ -497,15 +514,35 @@ impl<'v> CpuAgent<'v> {
                 self.posted.retain(|p| p.1 != id);
                 let _ = ex.take_started(id);
             }
-            self.restored(tid, slot, res);
+            self.restored(tid, slot, &e.boost, res);
         }
     }
 
-    /// The bookkeeping after the restore of `tid` (boost slot `slot`).
-    fn restored(&mut self, tid: u32, slot: usize, res: std::io::Result<()>) {
+    /// The bookkeeping after the restore of `tid` (boost slot `slot`, boosted
+    /// with `boost`).
+    fn restored(&mut self, tid: u32, slot: usize, boost: &SchedAttr, res: std::io::Result<()>) {
         let res_kept = match res {
             Ok(()) => false,
             Err(err) if err.raw_os_error() == Some(libc::ESRCH) => false,
+            Err(err) if err.raw_os_error() == Some(boost::ERR_CHANGED) => {
+                let now = boost::get_attr(tid).map_or_else(
+                    |e| e.to_string(),
+                    |a| format!("policy {}, priority {}", a.sched_policy, a.sched_priority),
+                );
+                let was = if boost.sched_policy == boost::SCHED_DEADLINE {
+                    format!(
+                        "runtime {} ns, period {} ns",
+                        boost.sched_runtime, boost.sched_period
+                    )
+                } else {
+                    format!("priority {}", boost.sched_priority)
+                };
+                info!(
+                    "cpu {}: task {tid} was given other scheduling attributes during its boost (policy {}, {was}; {now} now): left as they are",
+                    self.cpu, boost.sched_policy
+                );
+                false
+            }
             Err(err) => {
                 // Keep the journal record: the exit path (or the guardian)
                 // replays it. The slot stays taken.
@@ -560,7 +597,7 @@ impl<'v> CpuAgent<'v> {
             match ex.take_ended(id) {
                 Some(r) => {
                     let _ = ex.take_started(id);
-                    self.restored(tid, slot, r)
+                    self.restored(tid, slot, &e.boost, r)
                 }
                 None => self.ending.push((tid, id, e, slot)),
             }
@@ -576,7 +613,7 @@ impl<'v> CpuAgent<'v> {
         // An executor that could not run in 2 s: restore from here.
         for (tid, _, e, slot) in std::mem::take(&mut self.ending) {
             let r = restore_here(tid, &e);
-            self.restored(tid, slot, r);
+            self.restored(tid, slot, &e.boost, r);
         }
         self.server.drop_all();
     }

@@ -14,7 +14,7 @@ note "state dir: $(stat -c '%A %U' /run/scx_floor), stats file: $(stat -c '%A %U
 w=$(find /run/scx_floor "$J" -perm /022 2>/dev/null)
 [ -z "$w" ] || fail "group/world-writable: $w"
 nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
-if nobody cat /run/scx_floor/boosted.journal >/dev/null 2>&1; then fail "user nobody can read the journal"; fi
+if nobody cat /run/scx_floor/boosted.v2.journal >/dev/null 2>&1; then fail "user nobody can read the journal"; fi
 if nobody cat "$J" >/dev/null 2>&1; then fail "user nobody can read the stats file"; fi
 if nobody kill -TERM "$FLOOR_PID" 2>/dev/null; then fail "user nobody could signal scx_floor"; fi
 if nobody kill -TERM "$(pgrep -x scx-floor-guard)" 2>/dev/null; then fail "user nobody could signal the guardian"; fi
