@@ -471,10 +471,15 @@ impl Journal {
                     sched_priority: r.prio,
                     ..Default::default()
                 };
+                // Every boost sets reset-on-fork (not stored); a raise does not.
                 let boost = SchedAttr {
                     size: ATTR_SIZE,
                     sched_policy: r.b_policy,
-                    sched_flags: SCHED_FLAG_RESET_ON_FORK,
+                    sched_flags: if state == REC_BOOSTED {
+                        SCHED_FLAG_RESET_ON_FORK
+                    } else {
+                        0
+                    },
                     sched_priority: r.b_prio,
                     sched_runtime: r.b_runtime,
                     sched_deadline: r.b_period,
@@ -524,54 +529,72 @@ pub fn needs_restore(e: &Entry, now_start: Option<u64>, now: Option<&SchedAttr>)
 /// Replays a journal file of the 32-byte record layout of earlier versions
 /// (state u32, tid u32, start u64, policy u32, flags u32, nice i32, prio
 /// u32; no boost attributes), then removes it; returns how many tasks and
-/// kernel threads it put back. A boosted task is restored if it is the same
-/// task and runs at SCHED_FIFO or SCHED_DEADLINE (those versions' rule), a
-/// raised thread if it is at SCHED_FIFO [`RAISE_PRIO`]. The file is read,
-/// never truncated: an old guardian may still have it mapped. None there: 0.
-pub fn replay_legacy(path: &Path) -> usize {
-    let Ok(bytes) = fs::read(path) else { return 0 };
-    let mut n = 0;
-    for rec in bytes.chunks_exact(32) {
-        let u32_at = |o: usize| u32::from_ne_bytes(rec[o..o + 4].try_into().unwrap());
-        let state = u32_at(0);
-        if state != REC_BOOSTED && state != REC_RAISED {
-            continue;
-        }
-        let tid = u32_at(4);
-        let start = u64::from_ne_bytes(rec[8..16].try_into().unwrap());
-        let saved = SchedAttr {
-            size: ATTR_SIZE,
-            sched_policy: u32_at(16),
-            sched_flags: u32_at(20) as u64,
-            sched_nice: u32_at(24) as i32,
-            sched_priority: u32_at(28),
-            ..Default::default()
-        };
-        let (Some((now_start, _)), Ok(now)) = (stat_of(tid), get_attr(tid)) else {
-            continue;
-        };
-        let ours = now_start == start
-            && if state == REC_BOOSTED {
-                is_boost_policy(now.sched_policy) && !is_boost_policy(saved.sched_policy)
-            } else {
-                now.sched_policy == SCHED_FIFO && now.sched_priority == RAISE_PRIO
+/// how many kernel threads it put back. Those versions sized the file for
+/// [`BOOST_RECS`] boost records and 0 to 4 kinds of raised kernel threads
+/// ([`MAX_CPUS`] records each, after the boost records); a file of any
+/// other length is another layout, and is removed unread (logged). A boosted
+/// task is restored if it is the same task and runs at SCHED_FIFO or
+/// SCHED_DEADLINE (those versions' rule), a raised thread if it is at
+/// SCHED_FIFO [`RAISE_PRIO`]. The file is read, never truncated: an old
+/// guardian may still have it mapped. None there: (0, 0).
+pub fn replay_legacy(path: &Path) -> (usize, usize) {
+    let Ok(bytes) = fs::read(path) else {
+        return (0, 0);
+    };
+    let (mut tasks, mut threads) = (0, 0);
+    if (0..=4).any(|kinds| bytes.len() == (BOOST_RECS + kinds * MAX_CPUS) * 32) {
+        for (i, rec) in bytes.chunks_exact(32).enumerate() {
+            let u32_at = |o: usize| u32::from_ne_bytes(rec[o..o + 4].try_into().unwrap());
+            let state = u32_at(0);
+            let boosted = state == REC_BOOSTED && i < BOOST_RECS;
+            let raised = state == REC_RAISED && i >= BOOST_RECS;
+            if !(boosted || raised) {
+                continue;
+            }
+            let tid = u32_at(4);
+            let start = u64::from_ne_bytes(rec[8..16].try_into().unwrap());
+            let saved = SchedAttr {
+                size: ATTR_SIZE,
+                sched_policy: u32_at(16),
+                sched_flags: u32_at(20) as u64,
+                sched_nice: u32_at(24) as i32,
+                sched_priority: u32_at(28),
+                ..Default::default()
             };
-        if ours {
-            let r = if state == REC_BOOSTED {
+            let (Some((now_start, _)), Ok(now)) = (stat_of(tid), get_attr(tid)) else {
+                continue;
+            };
+            let ours = now_start == start
+                && if boosted {
+                    is_boost_policy(now.sched_policy) && !is_boost_policy(saved.sched_policy)
+                } else {
+                    now.sched_policy == SCHED_FIFO && now.sched_priority == RAISE_PRIO
+                };
+            if !ours {
+                continue;
+            }
+            let r = if boosted {
                 unboost(tid, &saved, &now)
             } else {
                 set_attr(tid, &restore_attr_of(&saved))
             };
             match r {
-                Ok(()) => n += 1,
+                Ok(()) if boosted => tasks += 1,
+                Ok(()) => threads += 1,
                 Err(e) => log::warn!("could not restore task {tid} (older journal): {e}"),
             }
         }
+    } else {
+        log::warn!(
+            "{}: {} bytes, not a journal of an earlier version's 32-byte records: removed unread",
+            path.display(),
+            bytes.len()
+        );
     }
     if let Err(e) = fs::remove_file(path) {
         log::warn!("removing {}: {e}", path.display());
     }
-    n
+    (tasks, threads)
 }
 
 /// Puts back every boosted task in the journal and empties its boost
@@ -582,7 +605,9 @@ pub fn replay(j: &Journal) -> usize {
 }
 
 /// Puts back every boosted task in the journal, as [`replay`] does, but
-/// keeps the records of tasks alive and not boosted: a boost whose
+/// keeps the records of tasks alive and not at their boost (not boosted
+/// yet, or moved by an administrator: the final [`replay`] drops those):
+/// a boost whose
 /// `sched_setattr()` is still in flight in a dying scx_floor lands after
 /// this, and a later [`replay`] must still find it. For the guardian while
 /// scx_floor is exiting but not gone.
@@ -997,7 +1022,8 @@ mod tests {
             let saved = get_attr(me).unwrap();
             assert!(is_normal_policy(saved.sched_policy));
             // `renice -n 3` of the thread while it is "boosted"
-            let nice = saved.sched_nice.max(3);
+            let nice = (saved.sched_nice + 1).min(19);
+            assert_ne!(nice, saved.sched_nice, "the test runs at nice 19");
             let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, me, nice) };
             assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
             let to = SchedAttr {
@@ -1023,20 +1049,32 @@ mod tests {
         fs::create_dir_all(&d).unwrap();
         let path = d.join("boosted.journal");
         // this thread (alive, at its own policy: nothing to restore) and a
-        // task that is gone, in the 32-byte layout
+        // task that is gone, in the 32-byte layout with 4 raised kinds; a
+        // raise record of this thread (not at FIFO 99) and a boost record
+        // where raises go (not read)
         let me = unsafe { libc::gettid() } as u32;
         let start = stat_of(me).unwrap().0;
-        let mut old = vec![0u8; 4 * 32];
-        for (i, (tid, st)) in [(me, start), (4_194_305, 1)].iter().enumerate() {
+        let mut old = vec![0u8; (BOOST_RECS + 4 * MAX_CPUS) * 32];
+        for (i, state, tid, st) in [
+            (0, REC_BOOSTED, me, start),
+            (1, REC_BOOSTED, 4_194_305, 1),
+            (BOOST_RECS, REC_RAISED, me, start),
+            (BOOST_RECS + 1, REC_BOOSTED, me, start),
+        ] {
             let r = &mut old[i * 32..(i + 1) * 32];
-            r[0..4].copy_from_slice(&REC_BOOSTED.to_ne_bytes());
+            r[0..4].copy_from_slice(&state.to_ne_bytes());
             r[4..8].copy_from_slice(&tid.to_ne_bytes());
             r[8..16].copy_from_slice(&st.to_ne_bytes());
         }
         fs::write(&path, &old).unwrap();
-        assert_eq!(replay_legacy(&path), 0, "nothing at a boost policy");
+        assert_eq!(replay_legacy(&path), (0, 0), "nothing at a boost policy");
         assert!(!path.exists(), "removed after its replay");
-        assert_eq!(replay_legacy(&path), 0, "none there");
+        assert_eq!(replay_legacy(&path), (0, 0), "none there");
+        // 56-byte records under the old name (a build between the layouts):
+        // another length, removed unread
+        fs::write(&path, vec![1u8; (BOOST_RECS + 3 * MAX_CPUS) * 56]).unwrap();
+        assert_eq!(replay_legacy(&path), (0, 0));
+        assert!(!path.exists(), "removed unread");
         fs::remove_dir_all(&d).unwrap();
     }
 

@@ -115,9 +115,11 @@ impl Executor {
     /// the boost slot, read from the mmapped BPF data: no system call), and
     /// restores. On stop it starts nothing and restores what it still holds.
     /// A task is restored only if it still has its boost's attributes
-    /// ([`boost::is_boost_of`]): one an administrator moved with `chrt`
-    /// during the boost, one the planner restored from its own CPU (after
-    /// 2 s), and a reused tid are left alone ([`boost::ERR_CHANGED`]). A
+    /// ([`boost::is_boost_of`]). One back at its own policy already (the
+    /// planner restored it from its own CPU after 2 s, or the tid names a
+    /// new task at that policy) needs nothing; one at any other policy (an
+    /// administrator's `chrt` during the boost) is left as it is, reported
+    /// as [`boost::ERR_CHANGED`]. A
     /// restore is two system calls on the served CPU: `sched_getattr()`, and
     /// `sched_setscheduler()`, which keeps a `renice` made during the boost
     /// ([`boost::restore_policy`]).
