@@ -254,10 +254,14 @@ fn shared_counter() -> Result<&'static AtomicU64> {
 
 /// Forks the guardian. Keep the returned [`Guardian`] for as long as anything
 /// may need restoring: dropping it closes the pipe, which tells the guardian
-/// to replay the journals and exit. `lock_fd` (the state directory's lock) is
-/// closed in the guardian so that only scx_floor holds the lock. Call while
-/// single-threaded. Errors: `pipe2` or `fork` failing.
-pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
+/// to replay the journals and exit. The guardian inherits the state
+/// directory's lock (a `flock(2)` belongs to the open file, which the fork
+/// shares), so the lock is free only once scx_floor and its guardian are
+/// both gone: a new scx_floor never replays or writes the journals while an
+/// earlier one's guardian still restores (it may retry a knob refused with
+/// EBUSY for [`crate::knobs::BUSY_RETRY_MS`]). Call while single-threaded.
+/// Errors: `pipe2` or `fork` failing.
+pub fn spawn(state_dir: &Path) -> Result<Guardian> {
     let restores = shared_counter()?;
     let mut fds = [0i32; 2];
     // SAFETY: pipe2 fills two fds.
@@ -274,7 +278,6 @@ pub fn spawn(state_dir: &Path, lock_fd: i32) -> Result<Guardian> {
         // SAFETY: we own these fds in the child.
         unsafe {
             libc::close(wr);
-            libc::close(lock_fd);
             // a session and process group of its own: no terminal's signals
             libc::setsid();
             for sig in [

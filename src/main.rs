@@ -253,7 +253,17 @@ fn server_config(opts: &Opts) -> Result<Option<server::ServerConfig>> {
     }))
 }
 
-/// Holds /run/scx_floor/lock for the life of the process: one scx_floor at a time.
+/// How long a start waits for the state directory's lock, ms: longer than
+/// the guardian of an scx_floor that just exited may take to restore (a
+/// knob refused with EBUSY is retried for [`knobs::BUSY_RETRY_MS`]).
+const LOCK_WAIT_MS: u64 = knobs::BUSY_RETRY_MS + 5_000;
+
+/// Takes /run/scx_floor/lock and holds it for the life of the process (its
+/// guardian inherits it, [`guard::spawn`]): one scx_floor at a time, and none
+/// while an earlier one's guardian restores. Held by someone else, the lock
+/// is tried every 50 ms for up to [`LOCK_WAIT_MS`]; nothing has changed
+/// before it is taken. Errors: the directory cannot be made private, or the
+/// lock is still held after the wait.
 fn lock_state_dir(dir: &Path) -> Result<std::fs::File> {
     use std::os::fd::AsRawFd;
     boost::private_dir(dir)?;
@@ -262,12 +272,27 @@ fn lock_state_dir(dir: &Path) -> Result<std::fs::File> {
         .truncate(false)
         .write(true)
         .open(dir.join("lock"))?;
+    let t0 = std::time::Instant::now();
+    let mut told = false;
     // SAFETY: flock on our own fd.
-    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        anyhow::bail!(
-            "another scx_floor is running (it holds {}/lock)",
-            dir.display()
-        );
+    while unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let waited = t0.elapsed().as_millis() as u64;
+        if waited >= LOCK_WAIT_MS {
+            anyhow::bail!(
+                "another scx_floor, or the guardian (scx-floor-guard) of one that exited, \
+                 has held {}/lock for {waited} ms",
+                dir.display()
+            );
+        }
+        if !told {
+            log::info!(
+                "waiting for {}/lock (up to {LOCK_WAIT_MS} ms): another scx_floor, or the \
+                 guardian of one that exited and is still restoring, holds it",
+                dir.display()
+            );
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
     Ok(f)
 }
@@ -287,7 +312,8 @@ fn run(opts: Opts) -> Result<()> {
 
     // Left over by an scx_floor whose guardian died with it.
     let (t, k, r) = guard::replay_all(state_dir, &|| true);
-    let t = t + boost::replay_legacy(&policy::legacy_journal_path(state_dir));
+    let (lt, lr) = boost::replay_legacy(&policy::legacy_journal_path(state_dir));
+    let (t, r) = (t + lt, r + lr);
     if t + k + r > 0 {
         log::warn!(
             "restored {t} task(s) and {k} knob(s) left boosted/changed by an earlier scx_floor{}",
@@ -295,7 +321,7 @@ fn run(opts: Opts) -> Result<()> {
         );
     }
     // Forked while single-threaded; restores everything if we die.
-    let guardian = guard::spawn(state_dir, std::os::fd::AsRawFd::as_raw_fd(&_lock))?;
+    let guardian = guard::spawn(state_dir)?;
 
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();

@@ -3,6 +3,13 @@
 # creates is world- or group-writable, its state (journals, lock) and its
 # --stats-json file are root-only, and an unprivileged user can neither read
 # the journals nor stop or signal it.
+# A hostile path (issue 16): --stats-json in a world-writable sticky
+# directory where user nobody planted symlinks at the file's name and at
+# the temporary names scx_floor once used (<stem>.tmp, <name>.tmp), each to
+# a root-owned file. With fs.protected_symlinks 0 (the kernel's default;
+# put back after), so that the kernel's own check does not hide a write
+# through them: the files they point to are unchanged, and the stats file is
+# a regular file of root's, mode 0600, where the symlink was.
 source "$(dirname "$0")/lib.sh"
 J=$LOGDIR/perms.json
 start_floor --stats 0.5 --stats-json "$J"
@@ -21,3 +28,26 @@ if nobody kill -TERM "$(pgrep -x scx-floor-guard)" 2>/dev/null; then fail "user 
 kill -0 "$FLOOR_PID" || fail "scx_floor died"
 stop_floor || fail "scx_floor exited non-zero"
 note "an unprivileged user cannot read the journals or the stats file, nor signal scx_floor or its guardian"
+
+D=$LOGDIR/hostile
+rm -rf "$D"; mkdir -p "$D"; chmod 1777 "$D"
+for v in a b c; do echo "victim $v" >"$LOGDIR/victim.$v"; chmod 644 "$LOGDIR/victim.$v"; done
+nobody ln -s "$LOGDIR/victim.a" "$D/stats.json"
+nobody ln -s "$LOGDIR/victim.b" "$D/stats.tmp"
+nobody ln -s "$LOGDIR/victim.c" "$D/stats.json.tmp"
+ps0=$(cat /proc/sys/fs/protected_symlinks)
+echo 0 >/proc/sys/fs/protected_symlinks
+start_floor --stats 0.5 --stats-json "$D/stats.json"
+sleep 1.5
+stop_floor
+rc=$?
+echo "$ps0" >/proc/sys/fs/protected_symlinks
+[ "$rc" = 0 ] || fail "scx_floor exited $rc with a hostile --stats-json path"
+for v in a b c; do
+	[ "$(cat "$LOGDIR/victim.$v")" = "victim $v" ] || fail "victim.$v was written through a planted symlink: $(head -c 80 "$LOGDIR/victim.$v")"
+done
+[ -f "$D/stats.json" ] && [ ! -L "$D/stats.json" ] || fail "$D/stats.json is not a regular file: $(ls -l "$D/stats.json")"
+[ "$(stat -c '%a %U' "$D/stats.json")" = "600 root" ] || fail "$D/stats.json is $(stat -c '%a %U' "$D/stats.json"), not 600 root"
+grep -q '"cpus"' "$D/stats.json" || fail "$D/stats.json holds no stats"
+note "planted symlinks at the stats file and its old temporary names: nothing written through them; the stats file is $(stat -c '%A %U' "$D/stats.json")"
+rm -rf "$D" "$LOGDIR"/victim.?
