@@ -198,6 +198,22 @@ pub fn is_boost_of(now: &SchedAttr, boost: &SchedAttr) -> bool {
         }
 }
 
+/// What a restore does with a task now at `now` ([`get_attr`]) that was
+/// boosted with `boost` from `saved`: `Ok(true)` restore it (still the
+/// boost's, [`is_boost_of`]); `Ok(false)` nothing (back at its own policy
+/// already: another path restored it, or the tid names a new task at that
+/// policy); `Err` [`ERR_CHANGED`] when it is at any other policy (an
+/// administrator's `chrt` during the boost), to be left as it is.
+pub fn restore_due(now: &SchedAttr, boost: &SchedAttr, saved: &SchedAttr) -> std::io::Result<bool> {
+    if is_boost_of(now, boost) {
+        Ok(true)
+    } else if now.sched_policy == saved.sched_policy {
+        Ok(false)
+    } else {
+        Err(std::io::Error::from_raw_os_error(ERR_CHANGED))
+    }
+}
+
 /// Period of the zero-bandwidth reservation, ns: with [`DL_MIN_RUNTIME_NS`]
 /// per period, the kernel's bandwidth (runtime << 20) / period rounds to 0
 /// for any period above 1.07 s (kernel/sched/core.c `to_ratio()`); 2 s is

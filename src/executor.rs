@@ -200,15 +200,12 @@ impl Executor {
                 let res: Vec<(u64, i32)> = ending
                     .iter()
                     .map(|h| {
-                        let e = match current(h.tid) {
+                        let due = current(h.tid)
+                            .and_then(|now| boost::restore_due(&now, &h.boost, &h.restore));
+                        let e = match due {
+                            Ok(true) => errno_of(restore(h.tid, &h.restore)),
+                            Ok(false) => 0,
                             Err(err) => errno_of(Err(err)),
-                            Ok(now) if boost::is_boost_of(&now, &h.boost) => {
-                                errno_of(restore(h.tid, &h.restore))
-                            }
-                            // back at its own policy already (the planner's
-                            // restore, after 2 s)
-                            Ok(now) if now.sched_policy == h.restore.sched_policy => 0,
-                            Ok(_) => boost::ERR_CHANGED,
                         };
                         (h.id, e)
                     })
@@ -488,34 +485,29 @@ mod tests {
     fn a_task_moved_during_its_boost_is_left_as_it_was_moved() {
         with_rig(|r| {
             let (b, rs) = attrs();
-            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
-            wait_for(|| r.ex.take_started(id).is_some());
+            // a boost whose task is at `now` when it ends: its result
+            let end_at = |now: SchedAttr| {
+                let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
+                wait_for(|| r.ex.take_started(id).is_some());
+                *r.now.lock().unwrap() = now;
+                assert!(matches!(r.ex.end(id), End::Pending));
+                wait_for(|| r.ex.ended(id));
+                r.ex.take_ended(id).unwrap()
+            };
             // an administrator's `chrt -f -p 50` while it is boosted
-            *r.now.lock().unwrap() = boost::fifo_attr(49);
-            assert!(matches!(r.ex.end(id), End::Pending));
-            wait_for(|| r.ex.ended(id));
-            let e = r.ex.take_ended(id).unwrap().unwrap_err();
+            let e = end_at(boost::fifo_attr(49)).unwrap_err();
             assert_eq!(e.raw_os_error(), Some(boost::ERR_CHANGED));
             assert_eq!(*r.calls.lock().unwrap(), vec![(7, 1)], "no restore");
             // moved to SCHED_BATCH: changed, nothing set
-            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
-            wait_for(|| r.ex.take_started(id).is_some());
-            *r.now.lock().unwrap() = SchedAttr {
+            let batch = SchedAttr {
                 sched_policy: 3,
                 ..Default::default()
             };
-            assert!(matches!(r.ex.end(id), End::Pending));
-            wait_for(|| r.ex.ended(id));
-            let e = r.ex.take_ended(id).unwrap().unwrap_err();
+            let e = end_at(batch).unwrap_err();
             assert_eq!(e.raw_os_error(), Some(boost::ERR_CHANGED));
             assert_eq!(r.calls.lock().unwrap().len(), 2, "no restore");
             // back at its own policy already: nothing to do, not a change
-            let id = r.ex.post(7, 0, &b, &rs, 1_000_000_000);
-            wait_for(|| r.ex.take_started(id).is_some());
-            *r.now.lock().unwrap() = rs;
-            assert!(matches!(r.ex.end(id), End::Pending));
-            wait_for(|| r.ex.ended(id));
-            assert!(matches!(r.ex.take_ended(id), Some(Ok(()))));
+            assert!(end_at(rs).is_ok());
             assert_eq!(r.calls.lock().unwrap().len(), 3, "no restore");
         });
     }

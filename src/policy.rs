@@ -321,12 +321,10 @@ fn waiters_of(
 /// it is at neither ([`boost::is_boost_of`]).
 fn restore_here(tid: u32, e: &Entry) -> std::io::Result<()> {
     let now = boost::get_attr(tid)?;
-    if boost::is_boost_of(&now, &e.boost) {
+    if boost::restore_due(&now, &e.boost, &e.saved)? {
         boost::unboost(tid, &e.saved, &now)
-    } else if now.sched_policy == e.saved.sched_policy {
-        Ok(())
     } else {
-        Err(std::io::Error::from_raw_os_error(boost::ERR_CHANGED))
+        Ok(())
     }
 }
 
