@@ -274,16 +274,20 @@ fn scan_lost(cpu: usize, view: &BpfView, lost_found: &mut u64, last_scan_ns: &mu
 
 /// The tasks starving on `cpu` (the waiters map, see [`scan_lost`]), oldest
 /// first; their start times (clock ticks) go into `starts`. `online`: the
-/// CPUs online.
+/// CPUs online. `boosting`: the server has tasks boosted on `cpu` and more
+/// waiting for their turn, so the CPU counts as held by a higher class even
+/// while a boosted task runs (the BPF side counts boosted runs as normal
+/// runs, not as the higher class's).
 fn waiters_of(
     cpu: usize,
     view: &BpfView,
     online: &[usize],
     starts: &mut HashMap<u32, u64>,
+    boosting: bool,
 ) -> Vec<Waiter> {
     let mut hi = BTreeMap::new();
     for &c in online {
-        hi.insert(c, view.sample(c).1);
+        hi.insert(c, view.sample(c).1 || (c == cpu && boosting));
     }
     if !hi.get(&cpu).copied().unwrap_or(false) {
         return Vec::new();
@@ -659,9 +663,13 @@ impl<'v> CpuAgent<'v> {
         let online = &self.online;
         let (was_started, was_end) = (self.server.started(), self.server.period_end_ns());
         let mut starts = HashMap::new();
-        let st = self
-            .server
-            .step(&s, task, || waiters_of(cpu, view, online, &mut starts));
+        let boosting = self.server.taking_turns() && !self.boosted.is_empty();
+        self.server.set_unsettled_slots(
+            MAX_BOOSTED.saturating_sub(self.free_slots.len() + self.boosted.len()),
+        );
+        let st = self.server.step(&s, task, || {
+            waiters_of(cpu, view, online, &mut starts, boosting)
+        });
         if self.server.started() != was_started
             || (was_started && self.server.period_end_ns() != was_end)
         {
@@ -687,7 +695,13 @@ impl<'v> CpuAgent<'v> {
             again = !self.looked_again && since != 0 && since != s.starved_since_ns;
         }
         self.looked_again = again;
-        for a in st.actions {
+        // Restores first: the slot of a boost the executor already cut is
+        // free once its restore is booked, for a boost of this step.
+        let (restores, boosts): (Vec<Action>, Vec<Action>) = st
+            .actions
+            .into_iter()
+            .partition(|a| matches!(a, Action::Restore { .. }));
+        for a in restores.into_iter().chain(boosts) {
             match a {
                 Action::Boost {
                     pid,
@@ -797,9 +811,11 @@ impl<'v> CpuAgent<'v> {
             self.warned_slots = true;
             warn!(
                 "cpu {}: more normal tasks starve here than scx_floor boosts at once ({MAX_BOOSTED}): \
-                 the others wait for a later period, and one that waits {} s makes the kernel \
-                 eject scx_floor (slots_full in --stats counts such steps)",
+                 they take turns of at least {} ms, as many per period as the budget holds; one \
+                 that waits {} s makes the kernel eject scx_floor (slots_full in --stats counts \
+                 the steps that left tasks waiting for a slot)",
                 self.cpu,
+                crate::server::MIN_TURN_NS / 1_000_000,
                 crate::bpf_intf::floor_consts_FLOOR_WATCHDOG_TIMEOUT_MS / 1000
             );
         }
@@ -1243,7 +1259,7 @@ fn plan_cpu(
     // Warm up the paths a step takes (the BPF map lookup, /proc, the journal
     // pages, sched_*attr): their first call costs milliseconds in a VM (cold
     // page cache, first faults), and the first activation must not.
-    let _ = waiters_of(cpu, view, &a.online, &mut HashMap::new());
+    let _ = waiters_of(cpu, view, &a.online, &mut HashMap::new(), false);
     let _ = runnable_on(cpu);
     // SAFETY: plain syscall.
     let _ = boost::stat_of(unsafe { libc::gettid() } as u32);

@@ -116,6 +116,27 @@ pub const MIN_BOOST_NS: u64 = 1_000;
 /// over several periods every starving task gets its turn.
 pub const MIN_SHARE_NS: u64 = 250_000;
 
+/// The least a starving task is boosted for in its turn when more tasks
+/// starve on the CPU than [`MAX_BOOSTED`] at once, ns. The budget of a
+/// period is then shared out in turns: as each boost ends, the slot goes to
+/// the next waiter, least recently served first, so that a period serves
+/// up to `owed / MIN_TURN_NS` tasks, not only the first MAX_BOOSTED. The
+/// fair class's own turn is its base slice, 0.75 ms
+/// (`sysctl_sched_base_slice`, kernel/sched/fair.c), scaled by 1 + log2 of
+/// the CPU count. Each turn costs the CPU's RT task two policy changes and
+/// two switches, and the budget the boost's overrun: so no more turns are
+/// made than [`TURN_WINDOW_NS`] needs.
+pub const MIN_TURN_NS: u64 = 1_000_000;
+
+/// Tasks take turns in a period only as far as needed for every task
+/// starving on the CPU to run once within this window, ns: half the
+/// sched_ext watchdog's timeout, after which the kernel ejects the BPF
+/// scheduler ("runnable task stall"). 200 tasks at 1 s periods: 40 turns
+/// per period, each task served every 5 periods; 40 tasks: the 16 slots
+/// once per period, as without turns.
+pub const TURN_WINDOW_NS: u64 =
+    crate::bpf_intf::floor_consts_FLOOR_WATCHDOG_TIMEOUT_MS as u64 * 1_000_000 / 2;
+
 /// Whether a boost that ran `used_ns` of its `share_ns` has used it up:
 /// less than [`END_SLACK_NS`] (or half a small share) is left.
 fn share_spent(used_ns: u64, share_ns: u64) -> bool {
@@ -304,8 +325,9 @@ pub struct ServerStats {
     /// the least run time one of those got from its boosts in that
     /// period, ns (0 when there were none)
     pub last_period_min_share_ns: u64,
-    /// steps that left starving tasks for a later period because every
-    /// boost slot of the CPU ([`MAX_BOOSTED`]) was taken, though the budget
+    /// steps that left starving tasks waiting for a boost slot (a later
+    /// turn in the period, or a later period: see [`MIN_TURN_NS`]) because
+    /// every slot of the CPU ([`MAX_BOOSTED`]) was taken, though the budget
     /// had a share of at least [`MIN_SHARE_NS`] for more
     pub slots_full: u64,
 }
@@ -374,6 +396,13 @@ pub struct CpuServer {
     /// the full suite's kernel-cut runs a start could not write the
     /// ext_server runtime (EBUSY) for the rest of the boot.
     running: bool,
+    /// tasks take turns in this period (see [`MIN_TURN_NS`]): more starving
+    /// tasks wait for a slot, and the caller lists the waiters while boosts
+    /// run ([`CpuServer::taking_turns`])
+    taking_turns: bool,
+    /// boost slots of the CPU still taken by restores not yet booked (set
+    /// by the caller before each step: [`CpuServer::set_unsettled_slots`])
+    unsettled_slots: usize,
     /// the period in which each task was last boosted: the least recently
     /// served go first when more starve than can be boosted at once
     served_in: std::collections::HashMap<u32, u64>,
@@ -407,9 +436,26 @@ impl CpuServer {
             period_overrun_ns: 0,
             boosts_in_period: 0,
             running: false,
+            taking_turns: false,
+            unsettled_slots: 0,
             served_in: std::collections::HashMap::new(),
             stats: ServerStats::default(),
         }
+    }
+
+    /// Tells the server how many of the CPU's [`MAX_BOOSTED`] boost slots
+    /// are taken by restores it ordered that are not booked yet (the
+    /// executor has not reported them): a step boosts no more tasks than
+    /// the slots left.
+    pub fn set_unsettled_slots(&mut self, n: usize) {
+        self.unsettled_slots = n;
+    }
+
+    /// Whether starving tasks take turns in the slots in this period: the
+    /// tasks waiting on the CPU are needed at each step, also while boosted
+    /// tasks run (false: only while the higher class holds it).
+    pub fn taking_turns(&self) -> bool {
+        self.taking_turns
     }
 
     /// Whether the server is serving (false: idle until starvation).
@@ -473,6 +519,7 @@ impl CpuServer {
         self.delivered_base_ns = s.delivered();
         self.boosted_base_ns = s.boosted();
         self.boosts_in_period = 0;
+        self.taking_turns = false;
         self.exhausted.clear();
         self.period_runtime.clear();
         self.period_blocked.clear();
@@ -773,6 +820,10 @@ impl CpuServer {
             let mut ws: Vec<Waiter> = ws.take().unwrap_or_else(&mut starving);
             ws.sort_by_key(|w| self.served_in.get(&w.pid).map_or(0, |p| p + 1));
             let fresh = ws.iter().any(|w| !self.exhausted.contains(&w.pid));
+            // turns needed per period for each starving task to run within
+            // TURN_WINDOW_NS
+            let needed = ((ws.len() + done.len()) as u64 * self.cfg.period_ns)
+                .div_ceil(TURN_WINDOW_NS) as usize;
             let shares = (owed / MIN_SHARE_NS) as usize;
             let room = if self.cfg.kernel_cut {
                 1
@@ -782,21 +833,56 @@ impl CpuServer {
             // done tasks may be boosted again (not in kernel-cut mode: the
             // kernel holds a SCHED_DEADLINE boost to the runtime it was given)
             let again = if self.cfg.kernel_cut { 0 } else { done.len() };
-            let mut left_out = false;
+            let eligible: Vec<Waiter> = ws
+                .into_iter()
+                .filter(|w| {
+                    let boosted = keep.iter().any(|(a, _)| a.pid == w.pid);
+                    !(boosted || (fresh && self.exhausted.contains(&w.pid)))
+                })
+                .collect();
+            // Boost slots a new boost can take in this step. A restore this
+            // step orders frees its slot only once it is booked, except that
+            // of a boost the executor already cut (booked at once; the
+            // caller carries out restores before boosts).
+            let cut_done = done.iter().filter(|(_, _, cut)| *cut).count();
+            let held = self.unsettled_slots + keep.len() + restores_in(&out).len() + done.len();
+            let free = MAX_BOOSTED.saturating_sub(held);
             let joined_from = keep.len();
-            for w in ws {
-                if keep.len() + again >= room {
-                    left_out = true;
-                    if !self.cfg.kernel_cut && shares > MAX_BOOSTED {
-                        self.stats.slots_full += 1;
-                    }
-                    break;
-                }
-                if keep.iter().any(|(a, _)| a.pid == w.pid)
-                    || (fresh && self.exhausted.contains(&w.pid))
-                {
-                    continue;
-                }
+            let left_out = !eligible.is_empty()
+                && (keep.len() + again + eligible.len() > room || eligible.len() > free);
+            // Turns: more tasks starve than the slots serve once per period
+            // within TURN_WINDOW_NS (never in kernel-cut mode, one boost at
+            // a time). Else as many join as the room leaves beside the
+            // boosts in progress and those done in this step.
+            let turn_mode = !self.cfg.kernel_cut && needed > MAX_BOOSTED;
+            self.taking_turns = left_out && turn_mode;
+            let (join, queued) = if left_out && turn_mode {
+                // The done boosts end, and the starving take turns in the
+                // slots within the period, each turn at least MIN_TURN_NS
+                // of the budget (see there), until every task the window
+                // needs per period had one.
+                let turns = ((owed / MIN_TURN_NS) as usize)
+                    .min(needed.saturating_sub(self.exhausted.len() + done.len()))
+                    .max(keep.len() + 1);
+                let n = (room.saturating_sub(keep.len()))
+                    .min(free + cut_done)
+                    .min(turns - keep.len())
+                    .min(eligible.len());
+                let queued = (eligible.len() - n).min(turns - keep.len() - n);
+                (n, queued)
+            } else if left_out {
+                let n = room
+                    .saturating_sub(keep.len() + again)
+                    .min(free)
+                    .min(eligible.len());
+                (n, 0)
+            } else {
+                (eligible.len(), 0)
+            };
+            if left_out && !self.cfg.kernel_cut && shares > MAX_BOOSTED {
+                self.stats.slots_full += 1;
+            }
+            for w in &eligible[..join] {
                 keep.push((
                     ActiveBoost {
                         pid: w.pid,
@@ -827,6 +913,13 @@ impl CpuServer {
                     let (a, used, _) = &done[i];
                     (ran(a.pid) + used, a.weight.max(1))
                 }));
+                // the tasks whose turn comes later in the period take part
+                // in the levelling: what they are owed is kept for them
+                l.extend(
+                    eligible[join..join + queued]
+                        .iter()
+                        .map(|w| (ran(w.pid), w.weight.max(1))),
+                );
                 let e = water_fill(pool, &l);
                 let n = keep.len();
                 let worth: Vec<usize> = with
@@ -847,10 +940,19 @@ impl CpuServer {
             for (k, (a, _)) in keep.iter_mut().enumerate() {
                 a.share_ns += extra[k];
             }
-            // newly joined tasks without a share are not boosted
+            // Newly joined tasks without a share are not boosted; nor, while
+            // tasks take turns, those whose share is below MIN_SHARE_NS (or
+            // the whole runtime, if smaller): late in a period the rest of
+            // the budget is levelled with the boosts in progress, and a
+            // turn of microseconds would count as the task's turn.
+            let least = if left_out && turn_mode {
+                MIN_SHARE_NS.min(self.cfg.runtime_ns)
+            } else {
+                MIN_BOOST_NS
+            };
             let mut k = joined_from;
             while k < keep.len() {
-                if keep[k].0.share_ns < MIN_BOOST_NS {
+                if keep[k].0.share_ns < least {
                     keep.remove(k);
                 } else {
                     k += 1;
@@ -1794,6 +1896,10 @@ mod tests {
         let mut s = CpuServer::new(cfg(60), &at(0, 0, 0));
         let st = s.step(&at(938, 0, 0), |p| t.get(p), ws);
         assert_eq!(boosts(&st).len(), MAX_BOOSTED);
+        // 20 tasks need 4 turns a period to run within TURN_WINDOW_NS:
+        // the slots once, the budget all theirs (60 / 16 ms)
+        assert!(boosts(&st).iter().all(|&(_, ns)| ns == 3_750_000));
+        assert!(!s.taking_turns());
         assert_eq!(s.stats.slots_full, 1);
         // as many tasks as slots: nobody left out, nothing counted
         let t = Tasks::new(&pids[..MAX_BOOSTED]);
@@ -1817,6 +1923,85 @@ mod tests {
         let st = s.step(&at(998, 0, 0), |p| t.get(p), ws);
         assert_eq!(boosts(&st).len(), 4);
         assert_eq!(s.stats.slots_full, 0);
+    }
+
+    #[test]
+    fn more_starving_tasks_than_slots_take_turns_in_a_period() {
+        let pids: Vec<u32> = (1..=200).collect();
+        let t = Tasks::new(&pids);
+        let ws = || pids.iter().map(|&p| w(p, 100)).collect::<Vec<_>>();
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        let mut smp = at(948, 0, 0);
+        let mut served: Vec<u32> = Vec::new();
+        let mut waves = Vec::new();
+        for _ in 0..4 {
+            let st = s.step(&smp, |p| t.get(p), ws);
+            let b = boosts(&st);
+            if b.is_empty() {
+                break;
+            }
+            // 200 tasks: 40 turns a period (each within 5 s), of 50 ms:
+            // 1.25 ms each, whichever turn
+            assert!(b.iter().all(|&(_, ns)| ns == 1_250_000), "{b:?}");
+            waves.push(b.len());
+            for (pid, ns) in b {
+                served.push(pid);
+                t.run(pid, ns);
+                t.cut(pid);
+                smp.normal_runtime_ns += ns;
+                smp.boosted_runtime_ns += ns;
+                smp.now_ns += ns;
+            }
+        }
+        assert!(s.taking_turns());
+        // three turns of the 16 slots serve 40 in the period, each once
+        assert_eq!(waves, vec![MAX_BOOSTED, MAX_BOOSTED, 8]);
+        served.sort_unstable();
+        assert_eq!(served, pids[..40]);
+        assert!(s.stats.slots_full >= 2);
+        // the budget is used: the next step boosts nobody before the edge
+        let st = s.step(&smp, |p| t.get(p), ws);
+        assert!(boosts(&st).is_empty());
+        assert_eq!(s.owed_ns(&smp), 0);
+    }
+
+    #[test]
+    fn a_turn_of_microseconds_is_not_made() {
+        let pids: Vec<u32> = (1..=200).collect();
+        let t = Tasks::new(&pids);
+        let ws = || pids.iter().map(|&p| w(p, 100)).collect::<Vec<_>>();
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        let mut smp = at(948, 0, 0);
+        // 40 turns of 1.25 ms: 16 now, 24 later
+        let st = s.step(&smp, |p| t.get(p), ws);
+        assert_eq!(boosts(&st).len(), MAX_BOOSTED);
+        assert!(boosts(&st).iter().all(|&(_, ns)| ns == 1_250_000));
+        // the first overruns its share by 31.15 ms before its cut: 18.85
+        // ms owed, 18.75 of it the other 15 boosts' shares
+        t.run(1, 32_400_000);
+        t.cut(1);
+        smp.now_ns += 32_400_000;
+        smp.normal_runtime_ns += 32_400_000;
+        smp.boosted_runtime_ns += 32_400_000;
+        let st = s.step(&smp, |p| t.get(p), ws);
+        // the 0.1 ms left would give the next turns 4 us each: none
+        assert_eq!(boosts(&st), vec![]);
+        assert_eq!(restores(&st), vec![(1, RestoreWhy::Exhausted)]);
+        assert_eq!(s.active().len(), MAX_BOOSTED - 1);
+    }
+
+    #[test]
+    fn unsettled_slots_hold_back_boosts() {
+        let pids: Vec<u32> = (1..=20).collect();
+        let t = Tasks::new(&pids);
+        let ws = || pids.iter().map(|&p| w(p, 100)).collect::<Vec<_>>();
+        let mut s = CpuServer::new(cfg(60), &at(0, 0, 0));
+        s.set_unsettled_slots(MAX_BOOSTED - 6);
+        let st = s.step(&at(938, 0, 0), |p| t.get(p), ws);
+        assert_eq!(boosts(&st).len(), 6);
+        // the least recently served first: the next boosts take the others
+        let first: Vec<u32> = boosts(&st).iter().map(|b| b.0).collect();
+        assert_eq!(first, (1..=6).collect::<Vec<u32>>());
     }
 
     #[test]
