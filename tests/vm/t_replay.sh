@@ -19,6 +19,13 @@
 # put the sysctl back beneath it: once the new scx_floor is enabled,
 # sched_rt_runtime_us is -1 and stays -1 for 2 s; after its exit every knob
 # is its own again.
+# Last, the same restart with the guardian's restore refused for certain:
+# two sleeping SCHED_DEADLINE tasks of 990 ms/s each, admitted while
+# sched_rt_runtime_us is -1, hold the root domain's DL bandwidth above what
+# 950000 allows, so the guardian's write gets EBUSY and it retries, holding
+# the lock. The new start waits; 2 s after the kill the DL tasks exit, the
+# guardian's next try succeeds and it lets go; the new scx_floor then sets
+# -1 and keeps it 2 s.
 source "$(dirname "$0")/lib.sh"
 as_controller
 orig=$(ext_server_runtime 1)
@@ -88,3 +95,40 @@ kill -KILL "$h" 2>/dev/null
 [ "$(ext_server_runtime 1)" = "$orig" ] || fail "ext_server runtime $(ext_server_runtime 1) after the exit, want $orig"
 wait_for 3 not_boosted "$n" >/dev/null || fail "task $n still $(policy_of "$n") after the exit"
 note "after the restart's exit: sched_rt_runtime_us $rt0, ext_server runtime $orig, task $(policy_of "$n")"
+
+# A restart while the guardian's restore is refused with EBUSY.
+start_floor --server-runtime-us 600000 --server-period-us 1000000 --rt-runtime-unlimited --boost deadline
+dl=()
+for i in 1 2; do
+	chrt -d --sched-runtime 990000000 --sched-deadline 1000000000 --sched-period 1000000000 0 sleep 60 &
+	dl+=($!)
+done
+sleep 0.3
+for p in "${dl[@]}"; do
+	[ "$(policy_of "$p")" = SCHED_DEADLINE ] || fail "DL task $p is $(policy_of "$p") (admission under -1?)"
+done
+cleanup() { kill -KILL $h "$n" "${dl[@]}" 2>/dev/null; }
+kill -KILL "$FLOOR_PID"
+wait "$FLOOR_PID" 2>/dev/null
+wait_state disabled 20 || fail "state is $(scx_state) after the SIGKILL"
+sleep 0.5
+v=$(cat /proc/sys/kernel/sched_rt_runtime_us)
+pgrep -x scx-floor-guard >/dev/null || fail "the guardian is gone with sched_rt_runtime_us $v under 1.98 of DL bandwidth"
+[ "$v" = -1 ] || fail "sched_rt_runtime_us is $v under 1.98 of DL bandwidth: the kernel took it?"
+( sleep 1.5; kill -KILL "${dl[@]}" ) 2>/dev/null &
+t0=$(date +%s%N)
+start_floor --server-runtime-us 600000 --server-period-us 1000000 --rt-runtime-unlimited --boost deadline
+took=$((($(date +%s%N) - t0) / 1000000))
+grep -q "waiting for /run/scx_floor/lock" "$FLOOR_LOG" || fail "the start during the guardian's EBUSY retries did not wait for the lock"
+note "restart during EBUSY: the new start waited for the lock and was enabled after $took ms (the DL tasks exit at 1500 ms)"
+[ "$took" -ge 1500 ] || fail "enabled after $took ms, before the guardian could restore (the DL tasks were still there)"
+for i in $(seq 20); do
+	v=$(cat /proc/sys/kernel/sched_rt_runtime_us)
+	[ "$v" = -1 ] || fail "sched_rt_runtime_us went to $v under the scx_floor started during EBUSY"
+	sleep 0.1
+done
+pgrep -x scx-floor-guard | wc -l | grep -qx 1 || fail "$(pgrep -x scx-floor-guard | wc -l) guardians run, want 1"
+stop_floor || fail "scx_floor exited $? after the restart during EBUSY"
+[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt0" ] || fail "sched_rt_runtime_us $(cat /proc/sys/kernel/sched_rt_runtime_us) after the exit, want $rt0"
+[ "$(ext_server_runtime 1)" = "$orig" ] || fail "ext_server runtime $(ext_server_runtime 1) after the exit, want $orig"
+note "after its exit: sched_rt_runtime_us $rt0, ext_server runtime $orig"

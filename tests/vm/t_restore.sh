@@ -6,8 +6,12 @@
 # SIGKILL again with --rt-runtime-unlimited (kernel.sched_rt_runtime_us -1,
 # SCHED_DEADLINE boosts): the sysctl is back to its saved value too. Then
 # what operators do (issue 16): SIGQUIT (Ctrl-\), `pkill -9 scx_floor`
-# (which once matched the guardian too), and a SIGKILL of scx_floor's whole
-# process group (the guardian runs in a session of its own).
+# (which once matched the guardian too), a SIGKILL of scx_floor's whole
+# process group (the guardian runs in a session of its own), and Ctrl-Z
+# (SIGTSTP to the job's process group) followed by a SIGKILL of both
+# processes: the guardian restores at its first poll of the stop, so the
+# kill finds nothing to undo; on PREEMPT_RT the kernel threads raised for
+# the stop stay raised until the next start replays them (README).
 source "$(dirname "$0")/lib.sh"
 as_controller
 orig=$(ext_server_runtime 1)
@@ -22,7 +26,7 @@ kt_back() { [ "$(sched_of_all "${kt[@]}")" = "$kt0" ]; }
 
 bw_is() { [ "$(dl_total_bw)" = "$1" ]; }
 reattach0=$(dmesg | grep -c 'failed to re-attach fair_server')
-for run in KILL TERM KILL-dl QUIT PKILL GROUP; do
+for run in KILL TERM KILL-dl QUIT PKILL GROUP TSTP-KILL; do
 	sig=${run%-dl}
 	extra=()
 	[ "$run" = KILL-dl ] && extra=(--rt-runtime-unlimited --boost deadline)
@@ -32,7 +36,12 @@ for run in KILL TERM KILL-dl QUIT PKILL GROUP; do
 	# a background job of a shell without job control starts with SIGQUIT
 	# (and SIGINT) ignored; a terminal's Ctrl-\ finds it at its default
 	[ "$run" = QUIT ] && wrap="env --default-signal=QUIT"
+	# Ctrl-Z stops a job of an interactive shell: a process group of its
+	# own in the shell's session. (The kernel discards SIGTSTP sent to an
+	# orphaned process group, as a session of its own would be.)
+	[ "$run" = TSTP-KILL ] && set -m
 	FLOOR_WRAP=$wrap start_floor --server-runtime-us 600000 --server-period-us 1000000 "${extra[@]}"
+	set +m
 	if [ "$run" = KILL-dl ]; then
 		# set by the policy loop once the scheduler is attached
 		wait_for 3 grep -qx -- -1 /proc/sys/kernel/sched_rt_runtime_us >/dev/null ||
@@ -47,6 +56,12 @@ for run in KILL TERM KILL-dl QUIT PKILL GROUP; do
 	case $run in
 	PKILL) pkill -9 scx_floor ;;
 	GROUP) kill -KILL -- "-$FLOOR_PID" ;;
+	TSTP-KILL)
+		g=$(pgrep -x scx-floor-guard) || fail "no guardian"
+		kill -TSTP -- "-$FLOOR_PID"
+		wait_for 2 grep -q "scx-floor-guard: scx_floor is stopped: restored" "$FLOOR_LOG" >/dev/null ||
+			fail "no restore by the guardian 2 s after SIGTSTP (scx_floor in state $(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$FLOOR_PID/stat"))"
+		kill -KILL "$g" "$FLOOR_PID" ;;
 	*) kill -"$sig" "$FLOOR_PID" ;;
 	esac
 	# still boosted after the signal (policy field of /proc/PID/stat, read
@@ -88,10 +103,20 @@ for run in KILL TERM KILL-dl QUIT PKILL GROUP; do
 		# the guardian logs once it is done (after any EBUSY retry)
 		tasks='[0-9]+'
 		case "$pk" in SCHED_FIFO*|SCHED_DEADLINE*) tasks='[1-9][0-9]*';; esac
-		wait_for 3 grep -qE "scx-floor-guard: scx_floor is (exiting|gone); restored $tasks boosted task\(s\) and $knobs kernel knob\(s\)" "$FLOOR_LOG" >/dev/null ||
+		how='(exiting|gone);'
+		if [ "$run" = TSTP-KILL ]; then
+			how=stopped:
+			tasks='[0-9]+'
+		fi
+		wait_for 3 grep -qE "scx-floor-guard: scx_floor is $how restored $tasks boosted task\(s\) and $knobs kernel knob\(s\)" "$FLOOR_LOG" >/dev/null ||
 			fail "the guardian did not restore the boosted task ($pk after SIG$sig) and all $knobs knobs"
 	fi
 	if [ ${#kt[@]} -gt 0 ]; then
+		if [ "$run" = TSTP-KILL ]; then
+			note "after SIGTSTP and the kill of both: $(sched_of_all "${kt[@]}" | tr '\n' ' '); the next start replays them"
+			start_floor
+			stop_floor || fail "scx_floor exited $? after the start that replays the kernel threads"
+		fi
 		wait_for 3 kt_back >/dev/null ||
 			fail "after SIG$sig: $(sched_of_all "${kt[@]}" | tr '\n' ' '), were $(echo $kt0)"
 		note "back: $(echo $kt0)"
