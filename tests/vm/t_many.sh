@@ -66,15 +66,20 @@ measure() {
 	total=$(printf '%s\n' "${got[@]}" | awk '{ s += $1 } END { printf "%.1f", s }')
 	least=$(printf '%s\n' "${got[@]}" | sort -g | head -1)
 }
+# under_hog N HOG_SECS SECS: scx_floor started, N tasks spawned, an RR 25
+# hog on CPU 1 for HOG_SECS; after 2 s, the tasks measured over SECS
+under_hog() {
+	start_floor --stats 2
+	seq0=$(enable_seq)
+	spawn "$1"
+	h=$(rt_hog 1 rr 25 "$2") || fail "no hog"
+	sleep 2
+	measure "$3"
+}
 
 # --- 40 tasks
 N=40
-start_floor --stats 2
-seq0=$(enable_seq)
-spawn $N
-h=$(rt_hog 1 rr 25 40) || fail "no hog"
-sleep 2
-measure 8
+under_hog $N 40 8
 assert_not_ejected "$seq0" "$N tasks under the hog"
 # Stopped under the hog, with boosts in place.
 stop_floor || fail "scx_floor exit code $? at the end"
@@ -96,13 +101,8 @@ note "slot limit logged once; slots_full $full"
 
 # --- 200 tasks
 N=200
-start_floor --stats 2
-seq0=$(enable_seq)
-spawn $N
-h=$(rt_hog 1 rr 25 60) || fail "no hog"
-sleep 2
 # 14 s: past the watchdog's 10 s for a task not served since the hog came
-measure 14
+under_hog $N 60 14
 if kill -0 "$FLOOR_PID" 2>/dev/null && [ "$(scx_state)" = enabled ] && [ "$(enable_seq)" = "$seq0" ]; then
 	ejected=0
 	stop_floor || fail "scx_floor exit code $? at the end ($N tasks)"

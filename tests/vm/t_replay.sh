@@ -68,6 +68,23 @@ wait_for 3 not_boosted "$n" >/dev/null || fail "task $n still $(policy_of "$n") 
 note "the next start restored them; after its exit task $n is $(policy_of "$n"), ext_server runtime $(ext_server_runtime 1)"
 
 # A restart right after a SIGKILL, in kernel-cut mode.
+# unlimited_held WHO: sched_rt_runtime_us stays -1 for 2 s under WHO (the
+# new scx_floor), and one guardian runs.
+unlimited_held() {
+	local i v
+	for i in $(seq 20); do
+		v=$(cat /proc/sys/kernel/sched_rt_runtime_us)
+		[ "$v" = -1 ] || fail "sched_rt_runtime_us went to $v under $1"
+		sleep 0.1
+	done
+	pgrep -x scx-floor-guard | wc -l | grep -qx 1 || fail "$(pgrep -x scx-floor-guard | wc -l) guardians run, want 1"
+}
+# knobs_back: after scx_floor's exit, the sysctl and the ext_server runtime
+# are their own.
+knobs_back() {
+	[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt0" ] || fail "sched_rt_runtime_us $(cat /proc/sys/kernel/sched_rt_runtime_us) after the exit, want $rt0"
+	[ "$(ext_server_runtime 1)" = "$orig" ] || fail "ext_server runtime $(ext_server_runtime 1) after the exit, want $orig"
+}
 rt0=$(cat /proc/sys/kernel/sched_rt_runtime_us)
 [ "$rt0" != -1 ] || fail "sched_rt_runtime_us is -1 already"
 start_floor --server-runtime-us 600000 --server-period-us 1000000 --rt-runtime-unlimited --boost deadline
@@ -83,16 +100,10 @@ start_floor --server-runtime-us 600000 --server-period-us 1000000 --rt-runtime-u
 waited=$(grep -c "waiting for /run/scx_floor/lock" "$FLOOR_LOG")
 note "restart after SIGKILL: the old guardian $guard_left at the start; the new start waited for the lock: $([ "$waited" -gt 0 ] && echo yes || echo no)"
 wait_for 3 grep -qx -- -1 /proc/sys/kernel/sched_rt_runtime_us >/dev/null || fail "sched_rt_runtime_us $(cat /proc/sys/kernel/sched_rt_runtime_us) under the new scx_floor, want -1"
-for i in $(seq 20); do
-	v=$(cat /proc/sys/kernel/sched_rt_runtime_us)
-	[ "$v" = -1 ] || fail "sched_rt_runtime_us went to $v under the running scx_floor (the old guardian's restore?)"
-	sleep 0.1
-done
-pgrep -x scx-floor-guard | wc -l | grep -qx 1 || fail "$(pgrep -x scx-floor-guard | wc -l) guardians run, want 1"
+unlimited_held "the running scx_floor (the old guardian's restore?)"
 stop_floor || fail "scx_floor exited $? after the restart"
 kill -KILL "$h" 2>/dev/null
-[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt0" ] || fail "sched_rt_runtime_us $(cat /proc/sys/kernel/sched_rt_runtime_us) after the exit, want $rt0"
-[ "$(ext_server_runtime 1)" = "$orig" ] || fail "ext_server runtime $(ext_server_runtime 1) after the exit, want $orig"
+knobs_back
 wait_for 3 not_boosted "$n" >/dev/null || fail "task $n still $(policy_of "$n") after the exit"
 note "after the restart's exit: sched_rt_runtime_us $rt0, ext_server runtime $orig, task $(policy_of "$n")"
 
@@ -122,13 +133,7 @@ took=$((($(date +%s%N) - t0) / 1000000))
 grep -q "waiting for /run/scx_floor/lock" "$FLOOR_LOG" || fail "the start during the guardian's EBUSY retries did not wait for the lock"
 note "restart during EBUSY: the new start waited for the lock and was enabled after $took ms (the DL tasks exit at 1500 ms)"
 [ "$took" -ge 1500 ] || fail "enabled after $took ms, before the guardian could restore (the DL tasks were still there)"
-for i in $(seq 20); do
-	v=$(cat /proc/sys/kernel/sched_rt_runtime_us)
-	[ "$v" = -1 ] || fail "sched_rt_runtime_us went to $v under the scx_floor started during EBUSY"
-	sleep 0.1
-done
-pgrep -x scx-floor-guard | wc -l | grep -qx 1 || fail "$(pgrep -x scx-floor-guard | wc -l) guardians run, want 1"
+unlimited_held "the scx_floor started during EBUSY"
 stop_floor || fail "scx_floor exited $? after the restart during EBUSY"
-[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt0" ] || fail "sched_rt_runtime_us $(cat /proc/sys/kernel/sched_rt_runtime_us) after the exit, want $rt0"
-[ "$(ext_server_runtime 1)" = "$orig" ] || fail "ext_server runtime $(ext_server_runtime 1) after the exit, want $orig"
+knobs_back
 note "after its exit: sched_rt_runtime_us $rt0, ext_server runtime $orig"
