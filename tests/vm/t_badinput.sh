@@ -1,8 +1,7 @@
 #!/bin/bash
 # Bad input gets a clear message, a non-zero exit code, and changes nothing:
 # flags out of range, not root, a kernel without sched_ext, a kernel booted
-# with isolcpus=, another BPF scheduler already loaded. A CPU named twice in
-# --server-cpus is served once.
+# with isolcpus=, another BPF scheduler already loaded.
 source "$(dirname "$0")/lib.sh"
 
 # expect_err "what" "message regex" CMD...: CMD fails, says the message, and
@@ -62,25 +61,6 @@ expect_err "no sched_ext" "no sched_ext" unshare -m sh -c "mount -t tmpfs none /
 echo "$(cat /proc/cmdline) isolcpus=1" >"$LOGDIR/cmdline.isolcpus"
 expect_err "isolcpus=1" "booted with 'isolcpus=1'.*use nohz_full=" \
 	timeout -s INT 30 unshare -m sh -c "mount --bind $LOGDIR/cmdline.isolcpus /proc/cmdline && exec $FLOOR"
-
-# A CPU named twice is served once (issue 16: "1,1" started two planners and
-# two executors for CPU 1, which shared its boost slots and paid its budget
-# twice): one planner (scx_floor/1) and one executor (scx_floor-x/1).
-start_floor --server-cpus 1,1
-threads_named() {
-	local t n=0
-	for t in /proc/"$FLOOR_PID"/task/*/comm; do
-		[ "$(cat "$t" 2>/dev/null)" = "$1" ] && n=$((n + 1))
-	done
-	echo $n
-}
-has_executor() { [ "$(threads_named scx_floor-x/1)" -ge 1 ]; }
-wait_for 3 has_executor >/dev/null
-planners=$(threads_named scx_floor/1) executors=$(threads_named scx_floor-x/1)
-note "--server-cpus 1,1: $planners planner and $executors executor for CPU 1"
-[ "$planners" = 1 ] && [ "$executors" = 1 ] ||
-	fail "--server-cpus 1,1 started $planners planner(s) and $executors executor(s) for CPU 1, want 1 and 1"
-stop_floor || fail "scx_floor --server-cpus 1,1 exited non-zero"
 
 start_floor
 first=$(cat $SCX/root/ops)

@@ -38,7 +38,10 @@ for sig in INT TERM; do
 done
 start_floor --server-cpus 1,1,0-1
 grep -q "on CPUs \[0, 1\]" "$FLOOR_LOG" || { cat "$FLOOR_LOG"; fail "--server-cpus 1,1,0-1 is not CPUs [0, 1]"; }
-n=$(ls /proc/"$FLOOR_PID"/task | while read -r t; do cat /proc/"$FLOOR_PID"/task/"$t"/comm; done | grep -c '^scx_floor-x/1$')
+comms=$(cat /proc/"$FLOOR_PID"/task/*/comm 2>/dev/null)
+n=$(grep -c '^scx_floor-x/1$' <<<"$comms")
 [ "$n" = 1 ] || fail "$n executor threads for CPU 1 with --server-cpus 1,1,0-1"
+n=$(grep -c '^scx_floor/1$' <<<"$comms")
+[ "$n" = 1 ] || fail "$n planner threads for CPU 1 with --server-cpus 1,1,0-1"
 stop_floor || fail "exit code $? (--server-cpus 1,1,0-1)"
-note "--server-cpus 1,1,0-1: CPUs [0, 1], one executor for CPU 1"
+note "--server-cpus 1,1,0-1: CPUs [0, 1], one planner and one executor for CPU 1"
