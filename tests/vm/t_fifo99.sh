@@ -79,7 +79,7 @@ done
 # udev's workers are done with the events of the load: a normal task that a
 # FIFO 99 hog preempts inside an RCU read-side section, and that RCU then
 # boosts to rcub/N's FIFO 99, waits behind the hog at equal priority, and
-# with default sysctls nothing can run it (stock scheduling neither; README,
+# with default sysctls nothing can run it (stock scheduling neither; docs/realtime.md,
 # "rcub/N"): the unload, waiting for a grace period, hung on such a
 # systemd-udevd worker once in CI.
 start_floor

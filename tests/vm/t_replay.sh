@@ -1,8 +1,8 @@
 #!/bin/bash
 # Both processes killed (issue 16): a service manager killing the whole
 # cgroup takes scx_floor and its guardian at once, and nothing runs to
-# restore. README says so: not guaranteed at once, the next start replays
-# the journals in /run/scx_floor first. Shown here: a normal task pinned to
+# restore. docs/guarantees.md says so: not guaranteed at once, the next
+# start replays the journals in /run/scx_floor first. Shown here: a normal task pinned to
 # CPU 1 under an RR 25 hog, boosted, then SIGKILL of the guardian and
 # scx_floor in one kill(1): the task is left boosted and the ext_server
 # runtime at 0 (what is not guaranteed, seen). The next start of scx_floor

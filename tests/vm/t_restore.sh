@@ -11,7 +11,7 @@
 # (SIGTSTP to the job's process group) followed by a SIGKILL of both
 # processes: the guardian restores at its first poll of the stop, so the
 # kill finds nothing to undo; on PREEMPT_RT the kernel threads raised for
-# the stop stay raised until the next start replays them (README).
+# the stop stay raised until the next start replays them (docs/guarantees.md).
 source "$(dirname "$0")/lib.sh"
 as_controller
 orig=$(ext_server_runtime 1)
