@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The bandwidth server of one CPU: a pure state machine, time and counters
-//! in, actions out. No syscalls here; `policy.rs` carries the actions out.
+//! in, actions out. No syscalls here; `planner.rs` carries the actions out.
 //!
 //! Semantics follow the kernel's deferred dl_server (kernel/sched/deadline.c,
 //! "deferrable server", used for the fair_server since 6.12): the server has
@@ -304,6 +304,57 @@ pub struct ActiveBoost {
     pub share_ns: u64,
 }
 
+/// A boost in progress and its run time since it began, ns.
+type Kept = (ActiveBoost, u64);
+
+/// A boost whose share is used, or that the executor cut: its run time
+/// since it began (ns), and whether it was cut.
+type Done = (ActiveBoost, u64, bool);
+
+/// Where a step stands in its period, ns: now, the period's end, and what
+/// is still owed in it.
+#[derive(Clone, Copy, Debug)]
+struct Period {
+    now: u64,
+    end: u64,
+    owed: u64,
+}
+
+/// Who joins the boosts in a step ([`CpuServer::plan_joins`]).
+#[derive(Debug)]
+struct JoinPlan {
+    /// starving tasks that may join, least recently served first
+    eligible: Vec<Waiter>,
+    /// how many of `eligible` join now (the first ones)
+    join: usize,
+    /// how many after those keep a share for a turn later in the period
+    queued: usize,
+    /// done tasks that may be boosted again
+    again: usize,
+    /// the index in `keep` of the first task that joined
+    joined_from: usize,
+    /// starving tasks were left out of this step
+    left_out: bool,
+    /// the least share a task that joined is boosted for, ns
+    least: u64,
+    /// tasks wait for a slot that a booked restore frees
+    slot_wait: bool,
+}
+
+/// Scales the shares of the boosts in progress down so that what they may
+/// still run adds up to at most `owed` (ns); returns what is left of it.
+fn cap_to_owed(keep: &mut [Kept], owed: u64) -> u64 {
+    let mut allotted: u64 = keep.iter().map(|(a, used)| a.share_ns - used).sum();
+    if allotted > owed {
+        for (a, used) in keep.iter_mut() {
+            let rest = ((a.share_ns - *used) as u128 * owed as u128 / allotted as u128) as u64;
+            a.share_ns = *used + rest;
+        }
+        allotted = keep.iter().map(|(a, used)| a.share_ns - used).sum();
+    }
+    owed - allotted
+}
+
 /// What the server has done, since it started.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ServerStats {
@@ -554,9 +605,9 @@ impl CpuServer {
     fn end_done(
         &mut self,
         now: u64,
-        done: Vec<(ActiveBoost, u64, bool)>,
+        done: Vec<Done>,
         extra: &[u64],
-        keep: &mut Vec<(ActiveBoost, u64)>,
+        keep: &mut Vec<Kept>,
         out: &mut Step,
     ) {
         for (i, (mut a, used, cut)) in done.into_iter().enumerate() {
@@ -612,136 +663,14 @@ impl CpuServer {
     ) -> Step {
         let now = s.now_ns;
         let mut out = Step::default();
-
-        if !self.started {
-            if s.starved_since_ns == 0 {
-                // Idle: the BPF side wakes the server when starvation begins.
-                out.next_ns = now + IDLE_RECHECK_NS;
-                return out;
-            }
-            self.started = true;
-            self.open_period(s.starved_since_ns.min(now), s);
-        }
-
-        // A new starvation while nothing is owed and nothing is boosted
-        // (normal tasks had their budget on their own before the hog came):
-        // the period restarts at the starvation, so that the first service
-        // comes within one period of it. Boosts per period stay <= runtime.
-        // (Whether this server boosted in the period, not whether the CPU's
-        // boosted run time moved: a task another CPU's server boosted may
-        // run here, and that blocked the restart in t_floor, where the first
-        // service then came after 1.4-1.6 s.)
-        if self.active.is_empty()
-            && self.boosts_in_period == 0
-            && s.starved_since_ns > self.period_start_ns
-            && s.starved_since_ns <= now
-            && now < self.period_end_ns()
-            && self.got_runtime(s)
-        {
-            self.open_period(s.starved_since_ns, s);
-            self.running = false;
-        }
-
-        // Period edge: everything boosted gives its policy back; replenish.
-        if now >= self.period_end_ns() {
-            for a in std::mem::take(&mut self.active) {
-                let used = task(a.pid)
-                    .map(|t| t.runtime_ns.saturating_sub(a.base_ns))
-                    .unwrap_or(0);
-                self.end_boost(&a, used, RestoreWhy::PeriodEnd, &mut out);
-            }
-            self.stats.last_period_delivered_ns =
-                s.delivered().saturating_sub(self.delivered_base_ns);
-            self.stats.last_period_boosted_ns = s.boosted().saturating_sub(self.boosted_base_ns);
-            let n = (now - self.period_start_ns) / self.cfg.period_ns;
-            // Each period pays back up to its runtime of the debt (however
-            // its normal tasks ran: the debt is what lowered what it owed).
-            // What was delivered beyond what it then owed becomes debt, up
-            // to the overruns of the boosts that ended in it: the CBS
-            // balance, delivered = periods x runtime + debt left, and time
-            // normal tasks ran on their own never becomes debt. (The sum of
-            // the overruns alone overstates it when several boosts shared
-            // the period: their shares shrink as the budget is used.)
-            let due = self.cfg.runtime_ns.saturating_mul(n);
-            let paid = self.debt_ns.min(due);
-            let excess = self
-                .stats
-                .last_period_delivered_ns
-                .saturating_sub(due - paid);
-            self.debt_ns =
-                self.debt_ns - paid + excess.min(std::mem::take(&mut self.period_overrun_ns));
-            self.stats.periods += n;
-            // Deferred again after a period (or more: a late step) in
-            // which the server did not have to boost, or in which normal
-            // tasks got the runtime on their own besides the boosts (the
-            // kernel leaves dl_defer_running when the fair class consumes
-            // the runtime in the background: update_curr_dl_se()); else
-            // an RT task that only briefly starves normal tasks would get
-            // a boost at each of its runs, period after period.
-            let own = self
-                .stats
-                .last_period_delivered_ns
-                .saturating_sub(self.stats.last_period_boosted_ns);
-            self.running = n == 1
-                && self.boosts_in_period > 0
-                && own < self.cfg.runtime_ns
-                && !self.cfg.kernel_cut;
-            let wanting = self
-                .period_runtime
-                .iter()
-                .filter(|(p, _)| !self.period_blocked.contains(p));
-            self.stats.last_period_tasks = wanting.clone().count() as u32;
-            self.stats.last_period_min_share_ns = wanting.map(|(_, r)| *r).min().unwrap_or(0);
-            self.open_period(self.period_start_ns + n * self.cfg.period_ns, s);
-            if out.actions.is_empty()
-                && s.starved_since_ns == 0
-                && self.stats.last_period_delivered_ns >= self.cfg.runtime_ns
-            {
-                // Normal tasks got their budget on their own and nothing
-                // starves: stop until the next starvation (debts forgiven).
-                self.started = false;
-                self.running = false;
-                self.debt_ns = 0;
-                self.period_overrun_ns = 0;
-                out.next_ns = now + IDLE_RECHECK_NS;
-                return out;
-            }
-            // forget tasks not served for a while (bounded memory)
-            let p = self.stats.periods;
-            self.served_in
-                .retain(|_, last| p.saturating_sub(*last) < 64);
+        if !self.start(s) || (now >= self.period_end_ns() && self.replenish(s, &task, &mut out)) {
+            // Idle: the BPF side wakes the server when starvation begins.
+            out.next_ns = now + IDLE_RECHECK_NS;
+            return out;
         }
         let end = self.period_end_ns();
         let owed = self.owed_ns(s);
-
-        // Boosts in progress: those that blocked or exited end now (their
-        // unused share is freed). One that used its share, or whose boost
-        // the executor cut at its limit, is `done`: it ends once the rest of
-        // the period is shared out, unless that gives it more (below).
-        let mut keep: Vec<(ActiveBoost, u64)> = Vec::new();
-        let mut done: Vec<(ActiveBoost, u64, bool)> = Vec::new();
-        for a in std::mem::take(&mut self.active) {
-            match task(a.pid) {
-                Some(t) if t.runnable || t.cut => {
-                    let used = t.runtime_ns.saturating_sub(a.base_ns);
-                    if share_spent(used, a.share_ns) || t.cut || owed < MIN_BOOST_NS {
-                        done.push((a, used, t.cut));
-                    } else {
-                        keep.push((a, used));
-                    }
-                }
-                other => {
-                    let used = other
-                        .map(|t| t.runtime_ns.saturating_sub(a.base_ns))
-                        .unwrap_or(0);
-                    self.end_boost(&a, used, RestoreWhy::Blocked, &mut out);
-                    if !self.period_blocked.contains(&a.pid) {
-                        self.period_blocked.push(a.pid);
-                    }
-                }
-            }
-        }
-
+        let (mut keep, done) = self.sort_active(owed, &task, &mut out);
         if owed < MIN_BOOST_NS {
             self.end_done(now, done, &[], &mut keep, &mut out);
             out.next_ns = end;
@@ -775,215 +704,421 @@ impl CpuServer {
         let mut ws: Option<Vec<Waiter>> = None;
         let (mut end, mut owed) = (end, owed);
         if keep.is_empty() && !self.running && !self.cfg.kernel_cut {
-            // The zero-laxity activation of a deferred server opens a new
-            // period here, with the whole runtime (less any debt), as the
-            // kernel does when the defer timer of a dl_server fires: a
-            // deferred reservation reaching replenish_dl_entity() with its
-            // density above its bandwidth gets deadline = now + dl_deadline
-            // and runtime = dl_runtime (deadline.c, 6.12+). Periods then
-            // follow from the activation, and each next one is served from
-            // its start (`running`), so no window of one period holds more
-            // than one runtime of service. On the old period grid, the
-            // activation's burst at the end of one period and the next
-            // period's service at its start fell 0.05 s apart: a 6 s window
-            // over both got 55-57 ms/s of a 50 ms/s budget, and the RT task
-            // 937-940 ms/s (t_floor). Only when a task is there to boost:
-            // else the period would move for nothing. Not in kernel-cut
-            // mode, which defers every period (see `running`): new periods
-            // there would come every period less the runtime.
             let w = starving();
-            if !w.is_empty() {
-                self.open_period(now, s);
+            if self.activate(s, &w) {
                 end = self.period_end_ns();
                 owed = self.owed_ns(s);
             }
             ws = Some(w);
         }
-
-        // What the boosted tasks may still run adds up to at most what is owed.
-        let mut allotted: u64 = keep.iter().map(|(a, used)| a.share_ns - used).sum();
-        if allotted > owed {
-            for (a, used) in keep.iter_mut() {
-                let rest = ((a.share_ns - *used) as u128 * owed as u128 / allotted as u128) as u64;
-                a.share_ns = *used + rest;
-            }
-            allotted = keep.iter().map(|(a, used)| a.share_ns - used).sum();
-        }
-        let pool = owed - allotted;
-
-        // What is not allotted is shared out by weight, levelling each
-        // task's run time in this period (`water_fill`): newly starving
-        // tasks join, and a `done` task gets more only where the others
-        // would otherwise end the period ahead of it by weight (a task that
-        // blocked right after its boost left its share to those after it,
-        // while the first to run had used its own already: 12.5 against
-        // 18.7 ms per period of three nice-0 tasks, traced). Tasks that used
-        // their share already join only when nobody else starves.
+        let pool = cap_to_owed(&mut keep, owed);
         let mut done_extra: Vec<u64> = vec![0; done.len()];
         let mut slot_wait = false;
         if pool >= MIN_BOOST_NS {
-            let mut ws: Vec<Waiter> = ws.take().unwrap_or_else(&mut starving);
-            ws.sort_by_key(|w| self.served_in.get(&w.pid).map_or(0, |p| p + 1));
-            let fresh = ws.iter().any(|w| !self.exhausted.contains(&w.pid));
-            // turns needed per period for each starving task to run within
-            // TURN_WINDOW_NS
-            let needed = ((ws.len() + done.len()) as u64 * self.cfg.period_ns)
-                .div_ceil(TURN_WINDOW_NS) as usize;
-            let shares = (owed / MIN_SHARE_NS) as usize;
-            let room = if self.cfg.kernel_cut {
-                1
-            } else {
-                shares.clamp(1, MAX_BOOSTED)
-            };
-            // done tasks may be boosted again (not in kernel-cut mode: the
-            // kernel holds a SCHED_DEADLINE boost to the runtime it was given)
-            let again = if self.cfg.kernel_cut { 0 } else { done.len() };
-            let eligible: Vec<Waiter> = ws
-                .into_iter()
-                .filter(|w| {
-                    let boosted = keep.iter().any(|(a, _)| a.pid == w.pid);
-                    !(boosted || (fresh && self.exhausted.contains(&w.pid)))
-                })
-                .collect();
-            // Boost slots a new boost can take in this step. A restore this
-            // step orders frees its slot only once it is booked, except that
-            // of a boost the executor already cut (booked at once; the
-            // caller carries out restores before boosts).
-            let cut_done = done.iter().filter(|(_, _, cut)| *cut).count();
-            let held = self.unsettled_slots + keep.len() + restores_in(&out).len() + done.len();
-            let free = MAX_BOOSTED.saturating_sub(held);
-            let joined_from = keep.len();
-            let left_out = !eligible.is_empty()
-                && (keep.len() + again + eligible.len() > room || eligible.len() > free);
-            // Turns: more tasks starve than the slots serve once per period
-            // within TURN_WINDOW_NS (never in kernel-cut mode, one boost at
-            // a time). Else as many join as the room leaves beside the
-            // boosts in progress and those done in this step.
-            let turn_mode = !self.cfg.kernel_cut && needed > MAX_BOOSTED;
-            self.taking_turns = left_out && turn_mode;
-            let (join, queued) = if left_out && turn_mode {
-                // The done boosts end, and the starving take turns in the
-                // slots within the period, each turn at least MIN_TURN_NS
-                // of the budget (see there), until every task the window
-                // needs per period had one.
-                let turns = ((owed / MIN_TURN_NS) as usize)
-                    .min(needed.saturating_sub(self.exhausted.len() + done.len()))
-                    .max(keep.len() + 1);
-                let n = (room.saturating_sub(keep.len()))
-                    .min(free + cut_done)
-                    .min(turns - keep.len())
-                    .min(eligible.len());
-                let queued = (eligible.len() - n).min(turns - keep.len() - n);
-                (n, queued)
-            } else if left_out {
-                let n = room
-                    .saturating_sub(keep.len() + again)
-                    .min(free)
-                    .min(eligible.len());
-                // Those the room has place for but no slot is free for yet
-                // (restores not booked) keep their part of the budget, and
-                // the server looks again soon.
-                let queued = room
-                    .saturating_sub(keep.len() + again + n)
-                    .min(eligible.len() - n);
-                slot_wait = queued > 0;
-                (n, queued)
-            } else {
-                (eligible.len(), 0)
-            };
-            if left_out && !self.cfg.kernel_cut && shares > MAX_BOOSTED {
-                self.stats.slots_full += 1;
+            let ws = ws.take().unwrap_or_else(&mut starving);
+            let at = Period { now, end, owed };
+            slot_wait = self.share_out(at, pool, ws, &done, &mut keep, &mut done_extra, &mut out);
+        }
+        self.end_done(now, done, &done_extra, &mut keep, &mut out);
+        self.schedule(now, end, slot_wait, keep, &mut out);
+        out
+    }
+
+    /// Starts the server at the first starvation; false while nothing has
+    /// starved yet (idle).
+    fn start(&mut self, s: &Sample) -> bool {
+        if !self.started {
+            if s.starved_since_ns == 0 {
+                return false;
             }
-            for w in &eligible[..join] {
-                keep.push((
-                    ActiveBoost {
-                        pid: w.pid,
-                        weight: w.weight.max(1),
-                        base_ns: 0,
-                        share_ns: 0,
-                    },
-                    0,
-                ));
-            }
-            // run time in the period so far, ended boosts included, and
-            // what each boost in progress may still run
-            let ran = |pid: u32| self.period_runtime.get(&pid).copied().unwrap_or(0);
-            let levels: Vec<(u64, u32)> = keep
-                .iter()
-                .map(|(a, _)| (ran(a.pid) + a.share_ns, a.weight.max(1)))
-                .collect();
-            let mut with: Vec<usize> = if left_out {
-                Vec::new()
-            } else {
-                (0..again).collect()
-            };
-            // A done task boosted again for less than MIN_SHARE_NS costs more
-            // than it gives: fill again without those (the others only gain).
-            let extra = loop {
-                let mut l = levels.clone();
-                l.extend(with.iter().map(|&i| {
-                    let (a, used, _) = &done[i];
-                    (ran(a.pid) + used, a.weight.max(1))
-                }));
-                // the tasks whose turn comes later in the period take part
-                // in the levelling: what they are owed is kept for them
-                l.extend(
-                    eligible[join..join + queued]
-                        .iter()
-                        .map(|w| (ran(w.pid), w.weight.max(1))),
-                );
-                let e = water_fill(pool, &l);
-                let n = keep.len();
-                let worth: Vec<usize> = with
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| e[n + j] >= MIN_SHARE_NS)
-                    .map(|(_, &i)| i)
-                    .collect();
-                if worth.len() == with.len() {
-                    break e;
+            self.started = true;
+            self.open_period(s.starved_since_ns.min(s.now_ns), s);
+        }
+        // A new starvation while nothing is owed and nothing is boosted
+        // (normal tasks had their budget on their own before the hog came):
+        // the period restarts at the starvation, so that the first service
+        // comes within one period of it. Boosts per period stay <= runtime.
+        // (Whether this server boosted in the period, not whether the CPU's
+        // boosted run time moved: a task another CPU's server boosted may
+        // run here.)
+        let now = s.now_ns;
+        if self.active.is_empty()
+            && self.boosts_in_period == 0
+            && s.starved_since_ns > self.period_start_ns
+            && s.starved_since_ns <= now
+            && now < self.period_end_ns()
+            && self.got_runtime(s)
+        {
+            self.open_period(s.starved_since_ns, s);
+            self.running = false;
+        }
+        true
+    }
+
+    /// The period edge: everything boosted gives its policy back, the debt
+    /// is settled and the runtime replenished (a late step closes several
+    /// periods at once). True when the server stops: normal tasks got their
+    /// budget on their own and nothing starves (debts forgiven).
+    fn replenish(
+        &mut self,
+        s: &Sample,
+        task: &impl Fn(u32) -> Option<TaskNow>,
+        out: &mut Step,
+    ) -> bool {
+        for a in std::mem::take(&mut self.active) {
+            let used = task(a.pid)
+                .map(|t| t.runtime_ns.saturating_sub(a.base_ns))
+                .unwrap_or(0);
+            self.end_boost(&a, used, RestoreWhy::PeriodEnd, out);
+        }
+        let n = (s.now_ns - self.period_start_ns) / self.cfg.period_ns;
+        self.close_periods(s, n);
+        self.open_period(self.period_start_ns + n * self.cfg.period_ns, s);
+        if out.actions.is_empty()
+            && s.starved_since_ns == 0
+            && self.stats.last_period_delivered_ns >= self.cfg.runtime_ns
+        {
+            self.started = false;
+            self.running = false;
+            self.debt_ns = 0;
+            self.period_overrun_ns = 0;
+            return true;
+        }
+        // forget tasks not served for a while (bounded memory)
+        let p = self.stats.periods;
+        self.served_in
+            .retain(|_, last| p.saturating_sub(*last) < 64);
+        false
+    }
+
+    /// Books `n` (>= 1) ended periods: what the last one delivered, the
+    /// debt, whether the next is served from its start (`running`), and how
+    /// the last one was split among its tasks.
+    fn close_periods(&mut self, s: &Sample, n: u64) {
+        self.stats.last_period_delivered_ns = s.delivered().saturating_sub(self.delivered_base_ns);
+        self.stats.last_period_boosted_ns = s.boosted().saturating_sub(self.boosted_base_ns);
+        // Each period pays back up to its runtime of the debt (however its
+        // normal tasks ran: the debt is what lowered what it owed). What was
+        // delivered beyond what it then owed becomes debt, up to the
+        // overruns of the boosts that ended in it: the CBS balance,
+        // delivered = periods x runtime + debt left, and time normal tasks
+        // ran on their own never becomes debt. (The sum of the overruns
+        // alone overstates it when several boosts shared the period: their
+        // shares shrink as the budget is used.)
+        let due = self.cfg.runtime_ns.saturating_mul(n);
+        let paid = self.debt_ns.min(due);
+        let excess = self
+            .stats
+            .last_period_delivered_ns
+            .saturating_sub(due - paid);
+        self.debt_ns =
+            self.debt_ns - paid + excess.min(std::mem::take(&mut self.period_overrun_ns));
+        self.stats.periods += n;
+        // Deferred again after a period (or more: a late step) in which the
+        // server did not have to boost, or in which normal tasks got the
+        // runtime on their own besides the boosts (the kernel leaves
+        // dl_defer_running when the fair class consumes the runtime in the
+        // background: update_curr_dl_se()); else an RT task that only
+        // briefly starves normal tasks would get a boost at each of its
+        // runs, period after period.
+        let own = self
+            .stats
+            .last_period_delivered_ns
+            .saturating_sub(self.stats.last_period_boosted_ns);
+        self.running = n == 1
+            && self.boosts_in_period > 0
+            && own < self.cfg.runtime_ns
+            && !self.cfg.kernel_cut;
+        let wanting = self
+            .period_runtime
+            .iter()
+            .filter(|(p, _)| !self.period_blocked.contains(p));
+        self.stats.last_period_tasks = wanting.clone().count() as u32;
+        self.stats.last_period_min_share_ns = wanting.map(|(_, r)| *r).min().unwrap_or(0);
+    }
+
+    /// Sorts the boosts in progress: those that blocked or exited end now
+    /// (their unused share is freed). One that used its share, or whose
+    /// boost the executor cut at its limit, is `done`: it ends once the rest
+    /// of the period is shared out, unless that gives it more
+    /// ([`Self::end_done`]). Returns (kept with their run time, done with
+    /// their run time and whether the executor cut them).
+    fn sort_active(
+        &mut self,
+        owed: u64,
+        task: &impl Fn(u32) -> Option<TaskNow>,
+        out: &mut Step,
+    ) -> (Vec<Kept>, Vec<Done>) {
+        let mut keep: Vec<Kept> = Vec::new();
+        let mut done: Vec<Done> = Vec::new();
+        for a in std::mem::take(&mut self.active) {
+            match task(a.pid) {
+                Some(t) if t.runnable || t.cut => {
+                    let used = t.runtime_ns.saturating_sub(a.base_ns);
+                    if share_spent(used, a.share_ns) || t.cut || owed < MIN_BOOST_NS {
+                        done.push((a, used, t.cut));
+                    } else {
+                        keep.push((a, used));
+                    }
                 }
-                with = worth;
+                other => {
+                    let used = other
+                        .map(|t| t.runtime_ns.saturating_sub(a.base_ns))
+                        .unwrap_or(0);
+                    self.end_boost(&a, used, RestoreWhy::Blocked, out);
+                    if !self.period_blocked.contains(&a.pid) {
+                        self.period_blocked.push(a.pid);
+                    }
+                }
+            }
+        }
+        (keep, done)
+    }
+
+    /// The zero-laxity activation of a deferred server opens a new period
+    /// now, with the whole runtime (less any debt), as the kernel does when
+    /// the defer timer of a dl_server fires: a deferred reservation reaching
+    /// replenish_dl_entity() with its density above its bandwidth gets
+    /// deadline = now + dl_deadline and runtime = dl_runtime (deadline.c,
+    /// 6.12+). Periods then follow from the activation, and each next one
+    /// is served from its start (`running`), so no window of one period
+    /// holds more than one runtime of service. On the old period grid, the
+    /// activation's burst at the end of one period and the next period's
+    /// service at its start fell 0.05 s apart: a 6 s window over both got
+    /// 55-57 ms/s of a 50 ms/s budget (t_floor). Only when a task is there
+    /// to boost (`ws`), else the period would move for nothing; never in
+    /// kernel-cut mode, which defers every period (see `running`). Returns
+    /// whether it opened a period.
+    fn activate(&mut self, s: &Sample, ws: &[Waiter]) -> bool {
+        if ws.is_empty() {
+            return false;
+        }
+        self.open_period(s.now_ns, s);
+        true
+    }
+
+    /// Shares `pool` (what is owed and not allotted to the boosts in
+    /// progress) out by weight, levelling each task's run time in this
+    /// period ([`water_fill`]): newly starving tasks (`ws`) join, and a
+    /// `done` task gets more (`done_extra`) only where the others would
+    /// otherwise end the period ahead of it by weight (a task that blocked
+    /// right after its boost left its share to those after it, while the
+    /// first to run had used its own already: 12.5 against 18.7 ms per
+    /// period of three nice-0 tasks, traced). Tasks that used their share
+    /// already join only when nobody else starves. Returns whether tasks
+    /// wait for a slot that a booked restore will free (look again soon).
+    #[allow(clippy::too_many_arguments)]
+    fn share_out(
+        &mut self,
+        at: Period,
+        pool: u64,
+        ws: Vec<Waiter>,
+        done: &[Done],
+        keep: &mut Vec<Kept>,
+        done_extra: &mut [u64],
+        out: &mut Step,
+    ) -> bool {
+        let plan = self.plan_joins(at.owed, ws, done, keep, out);
+        for w in &plan.eligible[..plan.join] {
+            let a = ActiveBoost {
+                pid: w.pid,
+                weight: w.weight.max(1),
+                base_ns: 0,
+                share_ns: 0,
             };
-            let n = keep.len();
-            for (j, &i) in with.iter().enumerate() {
-                done_extra[i] = extra[n + j];
-            }
-            for (k, (a, _)) in keep.iter_mut().enumerate() {
-                a.share_ns += extra[k];
-            }
-            // Newly joined tasks without a share are not boosted; nor, while
-            // tasks take turns, those whose share is below MIN_SHARE_NS (or
-            // all that is owed, if less): late in a period the rest of
-            // the budget is levelled with the boosts in progress, and a
-            // turn of microseconds would count as the task's turn.
-            let least = if left_out && turn_mode {
+            keep.push((a, 0));
+        }
+        self.level(pool, &plan, done, keep, done_extra);
+        self.admit(at, &plan, keep, out);
+        plan.slot_wait
+    }
+
+    /// Who joins the boosts in this step, and who keeps a share for a turn
+    /// later in the period ([`JoinPlan`]).
+    fn plan_joins(
+        &mut self,
+        owed: u64,
+        mut ws: Vec<Waiter>,
+        done: &[Done],
+        keep: &[Kept],
+        out: &Step,
+    ) -> JoinPlan {
+        ws.sort_by_key(|w| self.served_in.get(&w.pid).map_or(0, |p| p + 1));
+        let fresh = ws.iter().any(|w| !self.exhausted.contains(&w.pid));
+        // turns needed per period for each starving task to run within
+        // TURN_WINDOW_NS
+        let needed =
+            ((ws.len() + done.len()) as u64 * self.cfg.period_ns).div_ceil(TURN_WINDOW_NS) as usize;
+        let shares = (owed / MIN_SHARE_NS) as usize;
+        let room = if self.cfg.kernel_cut {
+            1
+        } else {
+            shares.clamp(1, MAX_BOOSTED)
+        };
+        // done tasks may be boosted again (not in kernel-cut mode: the
+        // kernel holds a SCHED_DEADLINE boost to the runtime it was given)
+        let again = if self.cfg.kernel_cut { 0 } else { done.len() };
+        let eligible: Vec<Waiter> = ws
+            .into_iter()
+            .filter(|w| {
+                let boosted = keep.iter().any(|(a, _)| a.pid == w.pid);
+                !(boosted || (fresh && self.exhausted.contains(&w.pid)))
+            })
+            .collect();
+        // Boost slots a new boost can take in this step. A restore this
+        // step orders frees its slot only once it is booked, except that of
+        // a boost the executor already cut (booked at once; the caller
+        // carries out restores before boosts).
+        let cut_done = done.iter().filter(|(_, _, cut)| *cut).count();
+        let held = self.unsettled_slots + keep.len() + restores_in(out).len() + done.len();
+        let free = MAX_BOOSTED.saturating_sub(held);
+        let left_out = !eligible.is_empty()
+            && (keep.len() + again + eligible.len() > room || eligible.len() > free);
+        // Turns: more tasks starve than the slots serve once per period
+        // within TURN_WINDOW_NS (never in kernel-cut mode, one boost at a
+        // time). Else as many join as the room leaves beside the boosts in
+        // progress and those done in this step.
+        let turn_mode = !self.cfg.kernel_cut && needed > MAX_BOOSTED;
+        self.taking_turns = left_out && turn_mode;
+        let mut slot_wait = false;
+        let (join, queued) = if left_out && turn_mode {
+            // The done boosts end, and the starving take turns in the slots
+            // within the period, each turn at least MIN_TURN_NS of the
+            // budget (see there), until every task the window needs per
+            // period had one.
+            let turns = ((owed / MIN_TURN_NS) as usize)
+                .min(needed.saturating_sub(self.exhausted.len() + done.len()))
+                .max(keep.len() + 1);
+            let n = (room.saturating_sub(keep.len()))
+                .min(free + cut_done)
+                .min(turns - keep.len())
+                .min(eligible.len());
+            (n, (eligible.len() - n).min(turns - keep.len() - n))
+        } else if left_out {
+            let n = room
+                .saturating_sub(keep.len() + again)
+                .min(free)
+                .min(eligible.len());
+            // Those the room has place for but no slot is free for yet
+            // (restores not booked) keep their part of the budget, and the
+            // server looks again soon.
+            let queued = room
+                .saturating_sub(keep.len() + again + n)
+                .min(eligible.len() - n);
+            slot_wait = queued > 0;
+            (n, queued)
+        } else {
+            (eligible.len(), 0)
+        };
+        if left_out && !self.cfg.kernel_cut && shares > MAX_BOOSTED {
+            self.stats.slots_full += 1;
+        }
+        JoinPlan {
+            eligible,
+            join,
+            queued,
+            again,
+            joined_from: keep.len(),
+            left_out,
+            least: if left_out && turn_mode {
                 MIN_SHARE_NS.min(owed)
             } else {
                 MIN_BOOST_NS
-            };
-            let mut k = joined_from;
-            while k < keep.len() {
-                if keep[k].0.share_ns < least {
-                    keep.remove(k);
-                } else {
-                    k += 1;
-                }
+            },
+            slot_wait,
+        }
+    }
+
+    /// Levels `pool` over the boosts in `keep` (the joined ones included),
+    /// the `done` tasks boosted again and the tasks whose turn comes later
+    /// in the period: grows each kept boost's share, and writes what each
+    /// done task gets more to `done_extra`.
+    fn level(
+        &self,
+        pool: u64,
+        plan: &JoinPlan,
+        done: &[Done],
+        keep: &mut [Kept],
+        done_extra: &mut [u64],
+    ) {
+        // run time in the period so far, ended boosts included, and what
+        // each boost in progress may still run
+        let ran = |pid: u32| self.period_runtime.get(&pid).copied().unwrap_or(0);
+        let levels: Vec<(u64, u32)> = keep
+            .iter()
+            .map(|(a, _)| (ran(a.pid) + a.share_ns, a.weight.max(1)))
+            .collect();
+        let mut with: Vec<usize> = if plan.left_out {
+            Vec::new()
+        } else {
+            (0..plan.again).collect()
+        };
+        let later = &plan.eligible[plan.join..plan.join + plan.queued];
+        // A done task boosted again for less than MIN_SHARE_NS costs more
+        // than it gives: fill again without those (the others only gain).
+        let extra = loop {
+            let mut l = levels.clone();
+            l.extend(with.iter().map(|&i| {
+                let (a, used, _) = &done[i];
+                (ran(a.pid) + used, a.weight.max(1))
+            }));
+            // the tasks whose turn comes later in the period take part in
+            // the levelling: what they are owed is kept for them
+            l.extend(later.iter().map(|w| (ran(w.pid), w.weight.max(1))));
+            let e = water_fill(pool, &l);
+            let n = keep.len();
+            let worth: Vec<usize> = with
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| e[n + j] >= MIN_SHARE_NS)
+                .map(|(_, &i)| i)
+                .collect();
+            if worth.len() == with.len() {
+                break e;
             }
-            for (a, _) in &keep[joined_from..] {
-                self.served_in.insert(a.pid, self.stats.periods);
-                self.stats.boosts += 1;
-                self.boosts_in_period += 1;
-                // not in kernel-cut mode: see `running`
-                self.running = !self.cfg.kernel_cut;
-                out.actions.push(Action::Boost {
-                    pid: a.pid,
-                    budget_ns: 0,
-                    deadline_ns: end - now,
-                });
+            with = worth;
+        };
+        let n = keep.len();
+        for (j, &i) in with.iter().enumerate() {
+            done_extra[i] = extra[n + j];
+        }
+        for (k, (a, _)) in keep.iter_mut().enumerate() {
+            a.share_ns += extra[k];
+        }
+    }
+
+    /// Boosts the tasks that joined with a share of at least `plan.least`
+    /// and drops the others. Below MIN_BOOST_NS a share is nothing; while
+    /// tasks take turns, below MIN_SHARE_NS (or all that is owed, if less)
+    /// it is too little: late in a period the rest of the budget is levelled
+    /// with the boosts in progress, and a turn of microseconds would count
+    /// as the task's turn.
+    fn admit(&mut self, at: Period, plan: &JoinPlan, keep: &mut Vec<Kept>, out: &mut Step) {
+        let mut k = plan.joined_from;
+        while k < keep.len() {
+            if keep[k].0.share_ns < plan.least {
+                keep.remove(k);
+            } else {
+                k += 1;
             }
         }
-        self.end_done(now, done, &done_extra, &mut keep, &mut out);
+        for (a, _) in &keep[plan.joined_from..] {
+            self.served_in.insert(a.pid, self.stats.periods);
+            self.stats.boosts += 1;
+            self.boosts_in_period += 1;
+            // not in kernel-cut mode: see `running`
+            self.running = !self.cfg.kernel_cut;
+            out.actions.push(Action::Boost {
+                pid: a.pid,
+                budget_ns: 0,
+                deadline_ns: at.end - at.now,
+            });
+        }
+    }
+
+    /// Sets when the server must be stepped next and gives each new boost
+    /// its budget; `keep` becomes the boosts in progress.
+    fn schedule(&mut self, now: u64, end: u64, slot_wait: bool, keep: Vec<Kept>, out: &mut Step) {
         let retry = if slot_wait {
             now + SLOT_RETRY_NS
         } else {
@@ -994,7 +1129,7 @@ impl CpuServer {
             out.next_ns = (now + self.cfg.margin_ns.max(1_000_000))
                 .min(end)
                 .min(retry);
-            return out;
+            return;
         }
         // The earliest any of them can use up its share, never sooner than
         // min_step: a wake-up costs more than that.
@@ -1016,7 +1151,6 @@ impl CpuServer {
         }
         self.active = keep.into_iter().map(|(a, _)| a).collect();
         out.next_ns = next;
-        out
     }
 
     /// Forgets the boost of `pid` without restoring (the caller found it
