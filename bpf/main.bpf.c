@@ -908,41 +908,49 @@ void BPF_STRUCT_OPS(floor_stopping, struct task_struct *p, bool runnable)
 	run_end(p, runnable);
 }
 
+/*
+ * Starvation guard: vtime order first, but no queued task waits much longer
+ * than FLOOR_STARVE_MS (see intf.h). At most every FLOOR_STARVE_SCAN_MS per
+ * CPU, the tasks queued past the limit in the CPU's own DSQ and the shared
+ * one move to its local DSQ. Returns true when it moved some and the CPU
+ * has something to run: the dispatch is done.
+ */
+static __always_inline bool starve_guard(s32 cpu)
+{
+	struct floor_cpu_stat *st;
+	u64 now, limit;
+	u32 n;
+
+	if (cpu < 0 || cpu >= FLOOR_MAX_CPUS)
+		return false;
+	now = bpf_ktime_get_ns();
+	if (now - starve_scan_ns[cpu] < FLOOR_STARVE_SCAN_MS * 1000000ULL)
+		return false;
+	starve_scan_ns[cpu] = now;
+	limit = starve_jiffies(now);
+	if (!limit)
+		return false;
+	n = starve_rescue(cpu, cpu, limit, 0);
+	n = starve_rescue(FLOOR_SHARED_DSQ, cpu, limit, n);
+	if (!n)
+		return false;
+	st = cpu_stat(cpu);
+	if (st)
+		st->nr_starve_rescue += n;
+	/*
+	 * A task moved from another CPU's runqueue may have been dequeued
+	 * meanwhile: done only if this CPU has something to run.
+	 */
+	return scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) != 0;
+}
+
 void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *own, *shared;
 	bool own_first;
-	u64 now, limit;
 
-	/*
-	 * Starvation guard: vtime order first, but no queued task waits much
-	 * longer than FLOOR_STARVE_MS (see intf.h).
-	 */
-	if (cpu >= 0 && cpu < FLOOR_MAX_CPUS) {
-		now = bpf_ktime_get_ns();
-		if (now - starve_scan_ns[cpu] >= FLOOR_STARVE_SCAN_MS * 1000000ULL) {
-			starve_scan_ns[cpu] = now;
-			limit = starve_jiffies(now);
-			if (limit) {
-				u32 n = starve_rescue(cpu, cpu, limit, 0);
-				struct floor_cpu_stat *st;
-
-				n = starve_rescue(FLOOR_SHARED_DSQ, cpu, limit, n);
-				if (n) {
-					st = cpu_stat(cpu);
-					if (st)
-						st->nr_starve_rescue += n;
-					/*
-					 * A task moved from another CPU's runqueue may
-					 * have been dequeued meanwhile: return only if
-					 * this CPU has something to run.
-					 */
-					if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL))
-						return;
-				}
-			}
-		}
-	}
+	if (starve_guard(cpu))
+		return;
 
 	/* Take the lower vtime of the CPU's own DSQ and the shared one. */
 	own = __COMPAT_scx_bpf_dsq_peek(cpu);
