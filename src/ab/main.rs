@@ -5,7 +5,7 @@
 //! SCHED_OTHER) under the stock kernel (fair_server on, then off), and under
 //! scx_floor with the kernel's ext_server or with its own server, all in one
 //! boot; prints a Markdown table with ratios to stock and writes every raw
-//! figure as JSON and PNG plots. See README.md, "A/B harness".
+//! figure as JSON and PNG plots. See docs/ab.md.
 
 mod parse;
 mod plot;
@@ -127,8 +127,25 @@ fn dl_server_tracepoints() -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn run(opts: Opts) -> Result<i32> {
-    let t_start = Instant::now();
+/// What a run measures, decided before anything changes.
+struct Plan {
+    ctx: Ctx,
+    /// the controller's CPU
+    ctl: usize,
+    /// (configuration, scenario) in run order
+    order: Vec<(Config, Scenario)>,
+    /// rows of scenarios skipped with a note (seed001 without nohz_full)
+    skipped: Vec<Row>,
+    /// `/sys/devices/system/cpu/nohz_full` as read
+    nohz_raw: String,
+    /// scx_floor writes `--stats-json` (run lengths for S2)
+    stats_json: bool,
+}
+
+/// Checks the options and the machine (nothing changes here) and plans the
+/// run. Errors: not root or no sched_ext, a CPU that is not online, a
+/// missing binary or tool, nothing to run.
+fn plan(opts: &Opts) -> Result<Plan> {
     let mut scenarios: Vec<Scenario> = if opts.scenarios.is_empty() {
         Scenario::ALL.to_vec()
     } else {
@@ -139,8 +156,6 @@ fn run(opts: Opts) -> Result<i32> {
     } else {
         opts.configs.clone()
     };
-
-    // Checks before anything changes.
     let cpus = sys::preflight()?;
     let cpu = opts.cpu.unwrap_or(*cpus.last().unwrap());
     if !cpus.contains(&cpu) {
@@ -164,29 +179,8 @@ fn run(opts: Opts) -> Result<i32> {
     if scenarios.contains(&Scenario::Latency) {
         scenario::require_tool("cyclictest", "rt-tests")?;
     }
-    // seed001 needs a boot with the measured CPU nohz_full: without it, its
-    // rows say so and it is skipped (not an error).
     let (nohz, nohz_raw) = sys::nohz_full_cpus();
-    let mut skipped: Vec<Row> = Vec::new();
-    if scenarios.contains(&Scenario::Seed001) && !nohz.contains(&cpu) {
-        let why = format!(
-            "skipped: CPU {cpu} is not nohz_full ({} reads '{nohz_raw}'; boot with nohz_full={cpu} irqaffinity=0)",
-            sys::NOHZ_FULL
-        );
-        for &c in configs.iter().filter(|c| c.runs(Scenario::Seed001)) {
-            skipped.push(Row {
-                scenario: Scenario::Seed001.name().into(),
-                config: c.name().into(),
-                figure: "normal ms/s".into(),
-                details: why.clone(),
-                ..Default::default()
-            });
-        }
-        if !skipped.is_empty() {
-            progress(&format!("scx_floor-ab: seed001 {why}"));
-        }
-        scenarios.retain(|&s| s != Scenario::Seed001);
-    }
+    let skipped = skip_seed001(&mut scenarios, &configs, cpu, &nohz, &nohz_raw);
     // S0's second noise probe, on a kernel with the osnoise tracer
     let osnoise = if scenarios.contains(&Scenario::S0) {
         sys::tracing_dir().filter(|d| sys::has_osnoise(d))
@@ -195,34 +189,82 @@ fn run(opts: Opts) -> Result<i32> {
     };
     let logs = opts.out.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
-
+    let stats_json = configs.iter().any(|c| c.is_scx()) && scenario::floor_has_stats_json(&floor);
+    let mut order: Vec<(Config, Scenario)> = Vec::new();
+    for c in Config::RUN_ORDER
+        .into_iter()
+        .filter(|c| configs.contains(c))
+    {
+        for s in Scenario::RUN_ORDER {
+            if scenarios.contains(&s) && c.runs(s) {
+                order.push((c, s));
+            }
+        }
+    }
+    if order.is_empty() && skipped.is_empty() {
+        bail!("nothing to run: stock-slice500 runs only s2, seed001 runs under stock, scx-ext and scx-floor");
+    }
     let ctx = Ctx {
         cpu,
-        cpus: cpus.clone(),
+        cpus,
         exe,
-        floor: floor.clone(),
+        floor,
         logs,
         d: Durations::new(opts.quick),
-        osnoise: osnoise.clone(),
+        osnoise,
     };
-    let stats_json = configs.iter().any(|c| c.is_scx()) && scenario::floor_has_stats_json(&floor);
-
-    sys::become_controller(ctl)?;
-    ctrlc::set_handler(|| {
-        eprintln!("scx_floor-ab: interrupted: stopping workloads and scx_floor, restoring knobs");
-        for e in sys::stop_on_signal() {
-            eprintln!("scx_floor-ab: {e}");
-        }
-        std::process::exit(130);
+    Ok(Plan {
+        ctx,
+        ctl,
+        order,
+        skipped,
+        nohz_raw,
+        stats_json,
     })
-    .context("installing the SIGINT/SIGTERM handler")?;
+}
 
-    let env = json!({
+/// seed001 needs a boot with the measured CPU nohz_full: without it, it
+/// leaves `scenarios`, and its rows say why (not an error).
+fn skip_seed001(
+    scenarios: &mut Vec<Scenario>,
+    configs: &[Config],
+    cpu: usize,
+    nohz: &[usize],
+    nohz_raw: &str,
+) -> Vec<Row> {
+    let mut skipped: Vec<Row> = Vec::new();
+    if !scenarios.contains(&Scenario::Seed001) || nohz.contains(&cpu) {
+        return skipped;
+    }
+    let why = format!(
+        "skipped: CPU {cpu} is not nohz_full ({} reads '{nohz_raw}'; boot with nohz_full={cpu} irqaffinity=0)",
+        sys::NOHZ_FULL
+    );
+    for &c in configs.iter().filter(|c| c.runs(Scenario::Seed001)) {
+        skipped.push(Row {
+            scenario: Scenario::Seed001.name().into(),
+            config: c.name().into(),
+            figure: "normal ms/s".into(),
+            details: why.clone(),
+            ..Default::default()
+        });
+    }
+    if !skipped.is_empty() {
+        progress(&format!("scx_floor-ab: seed001 {why}"));
+    }
+    scenarios.retain(|&s| s != Scenario::Seed001);
+    skipped
+}
+
+/// The machine as the run found it, for ab.json.
+fn environment(p: &Plan) -> serde_json::Value {
+    let cpu = p.ctx.cpu;
+    json!({
         "kernel": sys::kernel_release(),
         "kernel_version": read_or("/proc/sys/kernel/version", "?"),
-        "online_cpus": cpus,
+        "online_cpus": p.ctx.cpus,
         "measured_cpu": cpu,
-        "controller_cpu": ctl,
+        "controller_cpu": p.ctl,
         "clocksource": read_or("/sys/devices/system/clocksource/clocksource0/current_clocksource", "?"),
         "base_slice_ns": read_or("/sys/kernel/debug/sched/base_slice_ns", "?"),
         "sched_rt_runtime_us": read_or("/proc/sys/kernel/sched_rt_runtime_us", "?"),
@@ -230,73 +272,57 @@ fn run(opts: Opts) -> Result<i32> {
         "ext_server_runtime_ns": read_or(&format!("/sys/kernel/debug/sched/ext_server/cpu{cpu}/runtime"), "?"),
         "dl_server_tracepoints": dl_server_tracepoints(),
         "osnoise_tracer": sys::tracing_dir().is_some_and(|d| sys::has_osnoise(&d)),
-        "rtla_osnoise_in_s0": osnoise.is_some(),
-        "nohz_full": nohz_raw,
+        "rtla_osnoise_in_s0": p.ctx.osnoise.is_some(),
+        "nohz_full": p.nohz_raw,
         "kernel_cmdline": read_or("/proc/cmdline", "?"),
-        "scx_floor_stats_json": stats_json,
-    });
-    progress(&format!(
-        "scx_floor-ab: kernel {}, {} CPUs, measuring CPU {cpu}, controller on CPU {ctl} (SCHED_FIFO 99){}",
-        sys::kernel_release(),
-        cpus.len(),
-        if opts.quick { ", quick" } else { "" }
-    ));
+        "scx_floor_stats_json": p.stats_json,
+    })
+}
 
-    // The plan, in run order.
-    let mut plan: Vec<(Config, Scenario)> = Vec::new();
-    for c in Config::RUN_ORDER
-        .into_iter()
-        .filter(|c| configs.contains(c))
-    {
-        for s in Scenario::RUN_ORDER {
-            if scenarios.contains(&s) && c.runs(s) {
-                plan.push((c, s));
-            }
-        }
-    }
-    if plan.is_empty() && skipped.is_empty() {
-        bail!("nothing to run: stock-slice500 runs only s2, seed001 runs under stock, scx-ext and scx-floor");
-    }
+/// What the run produced: a row per (configuration, scenario), and each
+/// scx_floor run with the scenarios it served.
+struct Outcome {
+    rows: Vec<Row>,
+    floor_runs: Vec<FloorRun>,
+    /// kernel log errors about sched_ext before the run
+    dmesg_base: usize,
+}
 
+/// The scx_floor instance of the current set-up, and the scenarios it served.
+type Running = Option<(scenario::Floor, Config, Vec<String>)>;
+
+/// Sets up each (configuration, scenario) of the plan in turn (knobs, and
+/// scx_floor started where the configuration has it; a set-up kept while
+/// the next step needs the same), runs it and records its row, with any
+/// scx_floor exit or kernel log error during it. Stops what it started.
+fn execute(p: &Plan, t_start: Instant) -> Outcome {
     let mut rows: Vec<Row> = Vec::new();
     let mut floor_runs: Vec<FloorRun> = Vec::new();
     let mut current: Option<(Config, Setup)> = None;
-    let mut running: Option<(scenario::Floor, Config, Vec<String>)> = None;
+    let mut running: Running = None;
     let mut setup_err: Option<String> = None;
     let dmesg_base = sys::dmesg_scx_errors().len();
     let mut dmesg_seen = dmesg_base;
-    for (k, &(c, s)) in plan.iter().enumerate() {
-        let st = scenario::setup_for(c, s, cpu);
+    for (k, &(c, s)) in p.order.iter().enumerate() {
+        let st = scenario::setup_for(c, s, p.ctx.cpu);
         if current.as_ref() != Some(&(c, st.clone())) {
             if let Some((f, fc, sc)) = running.take() {
                 floor_runs.push(scenario::stop_floor(f, fc, sc));
             }
-            for e in sys::restore_knobs() {
-                log::warn!("{e}");
-            }
-            setup_err = None;
-            if let Err(e) = scenario::apply_knobs(&st) {
-                setup_err = Some(format!("setup failed: {e:#}"));
-            } else if let Some(args) = &st.floor_args {
-                let tag = format!("{}-{}", c.name(), s.name());
-                match scenario::start_floor(&ctx, args, &tag, stats_json) {
-                    Ok(f) => running = Some((f, c, Vec::new())),
-                    Err(e) => setup_err = Some(format!("{e:#}")),
-                }
-            }
+            setup_err = set_up(p, c, s, &st, &mut running).err();
             current = Some((c, st.clone()));
         }
         progress(&format!(
             "[{}/{}] {} / {} ... ({:.0} s)",
             k + 1,
-            plan.len(),
+            p.order.len(),
             s.name(),
             c.name(),
             t_start.elapsed().as_secs_f64()
         ));
         let mut row = match &setup_err {
             Some(e) => Err(anyhow::anyhow!("{e}")),
-            None => scenario::run(&ctx, c, s),
+            None => scenario::run(&p.ctx, c, s),
         }
         .unwrap_or_else(|e| Row {
             scenario: s.name().into(),
@@ -304,24 +330,7 @@ fn run(opts: Opts) -> Result<i32> {
             error: Some(format!("{e:#}")),
             ..Default::default()
         });
-        if let Some((f, _, sc)) = running.as_mut() {
-            sc.push(s.name().into());
-            if !scenario::floor_alive(f) {
-                row.error = Some(format!(
-                    "scx_floor exited or was ejected during the run (state {})",
-                    sys::scx_state()
-                ));
-            }
-        }
-        let errs = sys::dmesg_scx_errors();
-        if errs.len() > dmesg_seen {
-            let new = errs[dmesg_seen..].join(" / ");
-            row.error = Some(match row.error.take() {
-                Some(e) => format!("{e}; kernel log: {new}"),
-                None => format!("kernel log: {new}"),
-            });
-            dmesg_seen = errs.len();
-        }
+        check_run(&mut row, s, &mut running, &mut dmesg_seen);
         if let Some(v) = row.raw.as_object_mut() {
             v.insert("setup".into(), json!(st));
         }
@@ -340,10 +349,63 @@ fn run(opts: Opts) -> Result<i32> {
     if let Some((f, fc, sc)) = running.take() {
         floor_runs.push(scenario::stop_floor(f, fc, sc));
     }
-    for e in sys::cleanup() {
+    Outcome {
+        rows,
+        floor_runs,
+        dmesg_base,
+    }
+}
+
+/// Puts the knobs back, then applies set-up `st` and starts scx_floor if it
+/// has one. Errors: the set-up's message, for the rows it would have run.
+fn set_up(
+    p: &Plan,
+    c: Config,
+    s: Scenario,
+    st: &Setup,
+    running: &mut Running,
+) -> Result<(), String> {
+    for e in sys::restore_knobs() {
         log::warn!("{e}");
     }
-    for fr in &floor_runs {
+    scenario::apply_knobs(st).map_err(|e| format!("setup failed: {e:#}"))?;
+    if let Some(args) = &st.floor_args {
+        let tag = format!("{}-{}", c.name(), s.name());
+        let f = scenario::start_floor(&p.ctx, args, &tag, p.stats_json)
+            .map_err(|e| format!("{e:#}"))?;
+        *running = Some((f, c, Vec::new()));
+    }
+    Ok(())
+}
+
+/// Marks `row` failed if scx_floor exited or was ejected during it, or the
+/// kernel logged a sched_ext error since the last row.
+fn check_run(row: &mut Row, s: Scenario, running: &mut Running, dmesg_seen: &mut usize) {
+    if let Some((f, _, sc)) = running.as_mut() {
+        sc.push(s.name().into());
+        if !scenario::floor_alive(f) {
+            row.error = Some(format!(
+                "scx_floor exited or was ejected during the run (state {})",
+                sys::scx_state()
+            ));
+        }
+    }
+    let errs = sys::dmesg_scx_errors();
+    if errs.len() > *dmesg_seen {
+        let new = errs[*dmesg_seen..].join(" / ");
+        row.error = Some(match row.error.take() {
+            Some(e) => format!("{e}; kernel log: {new}"),
+            None => format!("kernel log: {new}"),
+        });
+        *dmesg_seen = errs.len();
+    }
+}
+
+/// Adds what each scx_floor run said to its rows (S2's run lengths, an
+/// exit that was not clean), sorts the rows into table order, and fills
+/// the ratios to stock and the throughput goal.
+fn annotate(rows: &mut [Row], floor_runs: &[FloorRun], cpu: usize) {
+    for fr in floor_runs {
         if let Some(line) = fr.stats.as_ref().and_then(|s| report::floor_runlen(s, cpu)) {
             for r in rows.iter_mut().filter(|r| {
                 r.config == fr.config && r.scenario == "s2" && fr.scenarios.contains(&r.scenario)
@@ -364,10 +426,8 @@ fn run(opts: Opts) -> Result<i32> {
             }
         }
     }
-
-    // Table order, ratios, the throughput goal.
     rows.sort_by_key(table_order);
-    report::fill_ratios(&mut rows, Config::Stock.name());
+    report::fill_ratios(rows, Config::Stock.name());
     for r in rows.iter_mut() {
         if r.scenario == Scenario::Throughput.name() && r.config == Config::ScxFloor.name() {
             if let Some(x) = r.ratio {
@@ -375,12 +435,15 @@ fn run(opts: Opts) -> Result<i32> {
             }
         }
     }
-    // the table shows skipped scenarios too; ab.json keeps them apart
-    let mut shown = rows.clone();
-    shown.extend(skipped.iter().cloned());
+}
+
+/// Writes ab.json, table.md and the plots to `opts.out`, and prints the
+/// table (skipped scenarios included; ab.json keeps them apart).
+fn write(opts: &Opts, p: &Plan, env: serde_json::Value, o: &Outcome, wall: f64) -> Result<()> {
+    let mut shown = o.rows.clone();
+    shown.extend(p.skipped.iter().cloned());
     shown.sort_by_key(table_order);
     let table = report::markdown(&shown);
-    let wall = t_start.elapsed().as_secs_f64();
     let now = unix_now();
     let doc = json!({
         "tool": "scx_floor-ab",
@@ -391,27 +454,60 @@ fn run(opts: Opts) -> Result<i32> {
         "quick": opts.quick,
         "wall_s": wall,
         "environment": env,
-        "durations": ctx.d,
-        "run_order": plan.iter().map(|(c, s)| format!("{}/{}", c.name(), s.name())).collect::<Vec<_>>(),
-        "rows": rows,
-        "skipped": skipped,
-        "scx_floor_runs": floor_runs,
-        "kernel_log_errors": sys::dmesg_scx_errors().get(dmesg_base..).unwrap_or_default(),
+        "durations": p.ctx.d,
+        "run_order": p.order.iter().map(|(c, s)| format!("{}/{}", c.name(), s.name())).collect::<Vec<_>>(),
+        "rows": o.rows,
+        "skipped": p.skipped,
+        "scx_floor_runs": o.floor_runs,
+        "kernel_log_errors": sys::dmesg_scx_errors().get(o.dmesg_base..).unwrap_or_default(),
     });
     std::fs::write(opts.out.join("ab.json"), serde_json::to_string(&doc)?)?;
     let header = format!(
-        "scx_floor-ab, {}, kernel {}, {} CPUs (measured CPU {cpu}), `{}`, {:.0} s\n\n",
+        "scx_floor-ab, {}, kernel {}, {} CPUs (measured CPU {}), `{}`, {:.0} s\n\n",
         report::utc_string(now),
         sys::kernel_release(),
-        cpus.len(),
+        p.ctx.cpus.len(),
+        p.ctx.cpu,
         doc["command"].as_str().unwrap_or(""),
         wall
     );
     std::fs::write(opts.out.join("table.md"), format!("{header}{table}"))?;
-    if let Err(e) = plots(&opts.out, &rows) {
+    if let Err(e) = plots(&opts.out, &o.rows) {
         eprintln!("scx_floor-ab: plots: {e:#}");
     }
     print!("{header}{table}");
+    Ok(())
+}
+
+fn run(opts: Opts) -> Result<i32> {
+    let t_start = Instant::now();
+    // Checks before anything changes.
+    let p = plan(&opts)?;
+    sys::become_controller(p.ctl)?;
+    ctrlc::set_handler(|| {
+        eprintln!("scx_floor-ab: interrupted: stopping workloads and scx_floor, restoring knobs");
+        for e in sys::stop_on_signal() {
+            eprintln!("scx_floor-ab: {e}");
+        }
+        std::process::exit(130);
+    })
+    .context("installing the SIGINT/SIGTERM handler")?;
+    let env = environment(&p);
+    progress(&format!(
+        "scx_floor-ab: kernel {}, {} CPUs, measuring CPU {}, controller on CPU {} (SCHED_FIFO 99){}",
+        sys::kernel_release(),
+        p.ctx.cpus.len(),
+        p.ctx.cpu,
+        p.ctl,
+        if opts.quick { ", quick" } else { "" }
+    ));
+    let mut o = execute(&p, t_start);
+    for e in sys::cleanup() {
+        log::warn!("{e}");
+    }
+    annotate(&mut o.rows, &o.floor_runs, p.ctx.cpu);
+    let wall = t_start.elapsed().as_secs_f64();
+    write(&opts, &p, env, &o, wall)?;
     progress(&format!(
         "scx_floor-ab: done in {wall:.0} s; wrote {}/ab.json, table.md, s1_bandwidth.png, s2_runlen.png",
         opts.out.display()
