@@ -13,7 +13,6 @@
 //! while scx_floor runs ([`KthreadRaise`]), journaled the same way.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -338,7 +337,7 @@ pub const JOURNAL_RECS: usize = BOOST_RECS + RAISED_KTHREADS.len() * MAX_CPUS;
 /// into memory, one 56-byte record per boost slot. Writing a record is a
 /// few memory stores, no system call, yet it outlives the process: the page
 /// cache of the file is what the guardian (or the next start) reads. The
-/// record layout is in the file's name ([`crate::policy::journal_path`]).
+/// record layout is in the file's name ([`crate::state::journal_path`]).
 pub struct Journal {
     map: *mut Rec,
 }
@@ -348,44 +347,13 @@ pub struct Journal {
 unsafe impl Send for Journal {}
 unsafe impl Sync for Journal {}
 
-/// Creates `dir` (and parents) readable and writable by root only.
-pub fn private_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .with_context(|| format!("creating {}", dir.display()))?;
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    Ok(())
-}
-
-/// Writes `data` to `path` atomically, mode 0600: a new temporary file in
-/// the same directory (a random name, created with O_EXCL by `tempfile`,
-/// so that a file or symlink planted there by another user is never opened),
-/// then renamed over `path` (a symlink at `path` is replaced, not followed).
-/// Errors: the directory is not writable, or the rename fails.
-pub fn write_atomic(path: &Path, data: &str) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut f = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    f.write_all(data.as_bytes())
-        .with_context(|| format!("writing {}", f.path().display()))?;
-    f.persist(path)
-        .with_context(|| format!("renaming into {}", path.display()))?;
-    Ok(())
-}
-
 impl Journal {
     /// Maps the journal file `path` (created root-only and zeroed if new).
     pub fn open(path: &Path) -> Result<Self> {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::OpenOptionsExt;
         if let Some(d) = path.parent() {
-            private_dir(d)?;
+            crate::state::private_dir(d)?;
         }
         let f = fs::OpenOptions::new()
             .read(true)
@@ -929,31 +897,6 @@ impl Drop for KthreadRaise {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn write_atomic_replaces_a_planted_symlink_and_sets_0600() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        fs::write(&victim, "keep").unwrap();
-        // the old fixed temporary name, and the target, planted as symlinks
-        let out = dir.path().join("stats.json");
-        std::os::unix::fs::symlink(&victim, dir.path().join("stats.tmp")).unwrap();
-        std::os::unix::fs::symlink(&victim, &out).unwrap();
-        write_atomic(&out, "{}").unwrap();
-        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
-        assert_eq!(fs::read_to_string(&out).unwrap(), "{}");
-        assert!(!fs::symlink_metadata(&out).unwrap().file_type().is_symlink());
-        // a file created beforehand with another mode ends up 0600
-        let pre = dir.path().join("pre.json");
-        fs::write(&pre, "x").unwrap();
-        fs::set_permissions(&pre, fs::Permissions::from_mode(0o644)).unwrap();
-        write_atomic(&pre, "y").unwrap();
-        let mode = fs::metadata(&pre).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600);
-        // a directory that does not exist: an error, nothing written
-        assert!(write_atomic(Path::new("/nonexistent-dir/x.json"), "z").is_err());
-    }
 
     #[test]
     fn attr_is_the_kernel_ver0_size() {

@@ -2,7 +2,7 @@
 //! Pre-flight checks, run before anything on the system is touched: each
 //! failure is a clear error and leaves the system as it was.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::Path;
 
 /// Where the kernel publishes sched_ext's state (Documentation/scheduler/sched-ext.rst).
@@ -94,6 +94,59 @@ pub fn require_no_isolcpus(cmdline: &str) -> Result<()> {
     Ok(())
 }
 
+/// The CPUs to serve: `list` (a cpulist such as "1,3-5") or all online CPUs,
+/// in ascending order, each once ("1,1" is CPU 1: one server per CPU).
+/// Errors: a malformed list, a range that runs backwards, or a CPU that
+/// does not exist or is offline.
+pub fn served_cpus(list: Option<&str>) -> Result<Vec<usize>> {
+    let online = crate::sys::online_cpus()?;
+    let Some(l) = list else { return Ok(online) };
+    check_cpulist_ranges(l, &online)?;
+    let mut want = scx_utils::read_cpulist(l)
+        .with_context(|| format!("--server-cpus '{l}' is not a CPU list"))?;
+    want.sort_unstable();
+    want.dedup();
+    check_cpus(&want, &online)?;
+    Ok(want)
+}
+
+/// Checks the ranges of a cpulist before it is expanded: each `A-B` runs
+/// low to high, and no CPU named is above the highest online one (scx_utils
+/// expands a range entry by entry: "0-4000000000" would take 32 GB first).
+/// Groups that are not numbers are left to the parser's error.
+fn check_cpulist_ranges(list: &str, online: &[usize]) -> Result<()> {
+    let max = online.iter().copied().max().unwrap_or(0);
+    for g in list.trim_end_matches('\0').split(',') {
+        let g = g.trim();
+        let (a, b) = g.split_once('-').unwrap_or((g, g));
+        let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) else {
+            continue;
+        };
+        if a > b {
+            anyhow::bail!("--server-cpus: the range {g} runs backwards (write {b}-{a})");
+        }
+        if b > max {
+            check_cpus(&[b], online)?;
+        }
+    }
+    Ok(())
+}
+
+/// Fails unless every CPU of `want` is in `online`.
+pub fn check_cpus(want: &[usize], online: &[usize]) -> Result<()> {
+    if want.is_empty() {
+        anyhow::bail!("--server-cpus names no CPU");
+    }
+    for c in want {
+        if !online.contains(c) {
+            anyhow::bail!(
+                "--server-cpus: CPU {c} does not exist or is offline (online: {online:?})"
+            );
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +213,27 @@ mod tests {
         assert!(require_no_isolcpus("isolcpus=nohz,1").is_ok());
         assert!(require_no_isolcpus("ro isolcpus=1-3").is_err());
         assert!(require_no_isolcpus("isolcpus=domain,managed_irq,2").is_err());
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert!(check_cpus(&[0, 1], &[0, 1, 2]).is_ok());
+        let e = check_cpus(&[7], &[0, 1]).unwrap_err().to_string();
+        assert!(e.contains("CPU 7 does not exist"), "{e}");
+        assert!(check_cpus(&[], &[0]).is_err());
+        // ranges are checked before they are expanded
+        assert!(check_cpulist_ranges("0-1,1", &[0, 1]).is_ok());
+        let e = check_cpulist_ranges("0-4000000000", &[0, 1])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CPU 4000000000 does not exist"), "{e}");
+        let e = check_cpulist_ranges("3-1", &[0, 1, 2, 3])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("runs backwards (write 1-3)"), "{e}");
+        assert!(
+            check_cpulist_ranges("1-x", &[0, 1]).is_ok(),
+            "left to the parser"
+        );
     }
 }

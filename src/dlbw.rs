@@ -170,7 +170,7 @@ pub fn pending_release() -> Release {
     let read = |p: &Path| fs::read_to_string(p).ok();
     let (Some(state), Ok(cpus), Some(debug0)) = (
         read(&scx.join("state")),
-        crate::sched::online_cpus(),
+        crate::sys::online_cpus(),
         read(Path::new(SCHED_DEBUG)),
     ) else {
         return Release::Unknown;

@@ -19,7 +19,8 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::boost::{self, SchedAttr};
-use crate::sched::{monotonic_ns, BpfView};
+use crate::sched::BpfView;
+use crate::sys::monotonic_ns;
 
 /// A boost the executor holds: post `id`, task `tid` boosted with `boost`,
 /// counted in BPF boost slot `slot`; it ends when the slot's run time

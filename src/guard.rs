@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{bail, Result};
 
 use crate::boost::{self, Journal};
-use crate::sched::{housekeeping_of, nohz_full_cpus, online_cpus};
+use crate::sys::{housekeeping_of, nohz_full_cpus, online_cpus};
 
 /// Writes a line to stderr, ignoring errors: a closed stderr (its reader
 /// gone: EPIPE, SIGPIPE ignored) must not end the guardian, as
@@ -128,7 +128,7 @@ pub fn is_exiting_stat(stat: &str) -> bool {
 /// `keep_trying`: see [`Knobs::restore_all`].
 pub fn replay_all(state_dir: &Path, keep_trying: &dyn Fn() -> bool) -> (usize, usize, usize) {
     let (t, k) = replay(state_dir, keep_trying, boost::replay);
-    let r = Journal::open(&crate::policy::journal_path(state_dir))
+    let r = Journal::open(&crate::state::journal_path(state_dir))
         .map(|j| boost::replay_raises(&j))
         .unwrap_or(0);
     (t, k, r)
@@ -161,10 +161,10 @@ fn replay(
     keep_trying: &dyn Fn() -> bool,
     tasks: fn(&Journal) -> usize,
 ) -> (usize, usize) {
-    let tasks = Journal::open(&crate::policy::journal_path(state_dir))
+    let tasks = Journal::open(&crate::state::journal_path(state_dir))
         .map(|j| tasks(&j))
         .unwrap_or(0);
-    let knobs = Knobs::open(&crate::policy::knobs_dir(state_dir))
+    let knobs = Knobs::open(&crate::state::knobs_dir(state_dir))
         .map(|k| k.restore_all(keep_trying))
         .unwrap_or(0);
     (tasks, knobs)
@@ -187,7 +187,7 @@ pub const EJECT_AFTER_MS: u64 = 3000;
 
 /// CLOCK_MONOTONIC in ms.
 fn monotonic_ms() -> u64 {
-    crate::sched::monotonic_ns() / 1_000_000
+    crate::sys::monotonic_ns() / 1_000_000
 }
 
 /// Whether sysfs text `state` and `ops` (of /sys/kernel/sched_ext) say
@@ -275,123 +275,10 @@ pub fn spawn(state_dir: &Path) -> Result<Guardian> {
         bail!("fork: {}", std::io::Error::last_os_error());
     }
     if pid == 0 {
-        // SAFETY: we own these fds in the child.
-        unsafe {
-            libc::close(wr);
-            // a session and process group of its own: no terminal's signals
-            libc::setsid();
-            for sig in [
-                libc::SIGINT,
-                libc::SIGTERM,
-                libc::SIGHUP,
-                libc::SIGQUIT,
-                libc::SIGTSTP,
-                libc::SIGTTIN,
-                libc::SIGTTOU,
-                libc::SIGPIPE,
-            ] {
-                libc::signal(sig, libc::SIG_IGN);
-            }
-            libc::prctl(
-                libc::PR_SET_NAME,
-                c"scx-floor-guard".as_ptr() as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
-        }
-        let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
-        // Off nohz_full CPUs, as the planner: each poll is a SCHED_FIFO 99
-        // wake-up, and the kernel puts it on the CPU that runs the
-        // lowest-priority task (find_lowest_rq(), kernel/sched/rt.c), which
-        // on PREEMPT_RT is often the isolated CPU under an RR 25 hog while
-        // CPU 0 runs a FIFO 50 interrupt thread. Measured there: 20 - 46 ms/s
-        // of the hog's CPU time under TCG. On an error it keeps the mask it
-        // was forked with (every CPU).
-        match online_cpus() {
-            Ok(online) => {
-                if let Err(e) =
-                    crate::policy::pin_thread(0, &housekeeping_of(&online, &nohz_full_cpus()))
-                {
-                    say!("scx-floor-guard: could not keep to the housekeeping CPUs: {e}");
-                }
-            }
-            Err(e) => say!("scx-floor-guard: could not keep to the housekeeping CPUs: {e:#}"),
-        }
-        let _ = boost::set_attr(
-            0,
-            &boost::SchedAttr {
-                sched_policy: boost::SCHED_FIFO,
-                sched_priority: 99,
-                ..Default::default()
-            },
-        );
-        let ppid = unsafe { libc::getppid() } as u32;
-        let parent = format!("/proc/{ppid}/stat");
-        let parent_stopped =
-            || std::fs::read_to_string(&parent).is_ok_and(|s| is_stopped_state(&s));
-        let mut buf = [0u8; 64];
-        let mut stopped = false;
-        let mut exiting: Option<u64> = None;
-        let ejected = std::cell::Cell::new(false);
-        loop {
-            let mut pfd = libc::pollfd {
-                fd: rd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one pollfd of our own.
-            let r = unsafe { libc::poll(&mut pfd, 1, STOP_POLL_MS) };
-            if r > 0 {
-                // SAFETY: reading into our own buffer.
-                let n = unsafe { libc::read(rd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
-                if n == 0
-                    || (n < 0
-                        && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR))
-                {
-                    break;
-                }
-                continue;
-            }
-            if let Some(since) = exiting {
-                // tried at every poll from then on: a state read between
-                // two writes of the kernel's must not make it give up
-                eject_when_due(since, &ejected);
-                continue;
-            }
-            let stat = std::fs::read_to_string(&parent).unwrap_or_default();
-            if is_exiting_stat(&stat) {
-                let since = monotonic_ms();
-                exiting = Some(since);
-                // the knob restore may wait for DL bandwidth to be released
-                // (up to BUSY_RETRY_MS): the ejection stays due meanwhile
-                let (t, k) = replay_exiting(state_dir, &|| {
-                    eject_when_due(since, &ejected);
-                    true
-                });
-                restores.fetch_add(1, Ordering::Release);
-                say!(
-                    "scx-floor-guard: scx_floor is exiting; restored {t} boosted task(s) and {k} kernel knob(s)"
-                );
-                continue;
-            }
-            let now_stopped = is_stopped_state(&stat);
-            if now_stopped {
-                // At every poll while stopped, not only at the first: a
-                // scx_floor that continued and was stopped again between two
-                // polls (a debugger stepping) may have set the knobs again.
-                let (t, k) = replay_stopped(state_dir, &parent_stopped);
-                if !stopped || t + k > 0 {
-                    restores.fetch_add(1, Ordering::Release);
-                    say!(
-                        "scx-floor-guard: scx_floor is stopped: restored {t} boosted task(s) and {k} kernel knob(s); its server is paused until it continues"
-                    );
-                }
-            } else if stopped {
-                say!("scx-floor-guard: scx_floor continues");
-            }
-            stopped = now_stopped;
-        }
+        // SAFETY: the write end is ours in the child.
+        unsafe { libc::close(wr) };
+        become_guardian();
+        watch_parent(rd, state_dir, restores);
         let (t, k, r) = replay_all(state_dir, &|| true);
         if t + k + r > 0 {
             say!(
@@ -409,6 +296,150 @@ pub fn spawn(state_dir: &Path) -> Result<Guardian> {
         _pipe: unsafe { OwnedFd::from_raw_fd(wr) },
         restores,
     })
+}
+
+/// Makes the forked child the guardian: a session and process group of its
+/// own (no terminal's signals reach it), job-control, quit and termination
+/// signals ignored, named `scx-floor-guard`, `oom_score_adj` -1000, kept to
+/// the housekeeping CPUs, SCHED_FIFO 99. Off nohz_full CPUs, as the
+/// planner: each poll is a SCHED_FIFO 99 wake-up, and the kernel puts it on
+/// the CPU that runs the lowest-priority task (find_lowest_rq(),
+/// kernel/sched/rt.c), which on PREEMPT_RT is often the isolated CPU under
+/// an RR 25 hog while CPU 0 runs a FIFO 50 interrupt thread. Failures are
+/// logged and it goes on (with the mask it was forked with: every CPU).
+fn become_guardian() {
+    // SAFETY: plain syscalls on the calling process.
+    unsafe {
+        libc::setsid();
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGTSTP,
+            libc::SIGTTIN,
+            libc::SIGTTOU,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        libc::prctl(
+            libc::PR_SET_NAME,
+            c"scx-floor-guard".as_ptr() as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+    }
+    let _ = std::fs::write("/proc/self/oom_score_adj", "-1000");
+    match online_cpus() {
+        Ok(online) => {
+            if let Err(e) = crate::sys::pin_thread(0, &housekeeping_of(&online, &nohz_full_cpus()))
+            {
+                say!("scx-floor-guard: could not keep to the housekeeping CPUs: {e}");
+            }
+        }
+        Err(e) => say!("scx-floor-guard: could not keep to the housekeeping CPUs: {e:#}"),
+    }
+    let _ = boost::set_attr(
+        0,
+        &boost::SchedAttr {
+            sched_policy: boost::SCHED_FIFO,
+            sched_priority: 99,
+            ..Default::default()
+        },
+    );
+}
+
+/// What one wait on the pipe from scx_floor saw.
+enum Pipe {
+    /// every write end is closed: scx_floor is gone
+    Closed,
+    /// something was written (nothing is; read and dropped)
+    Data,
+    /// nothing within [`STOP_POLL_MS`], or the wait was interrupted
+    Quiet,
+}
+
+/// Waits up to [`STOP_POLL_MS`] for the pipe's read end `rd`.
+fn poll_pipe(rd: i32) -> Pipe {
+    let mut pfd = libc::pollfd {
+        fd: rd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd of our own.
+    if unsafe { libc::poll(&mut pfd, 1, STOP_POLL_MS) } <= 0 {
+        return Pipe::Quiet;
+    }
+    let mut buf = [0u8; 64];
+    // SAFETY: reading into our own buffer.
+    let n = unsafe { libc::read(rd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+    if n == 0 || (n < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)) {
+        Pipe::Closed
+    } else {
+        Pipe::Data
+    }
+}
+
+/// The guardian's watch over its parent until the pipe closes: when
+/// scx_floor is exiting, it replays the journals once and ejects the BPF
+/// scheduler if the exit has not ended [`EJECT_AFTER_MS`] later; while
+/// scx_floor is stopped, it replays them at every poll. Each replay is
+/// counted in `restores`, which scx_floor reads.
+fn watch_parent(rd: i32, state_dir: &Path, restores: &AtomicU64) {
+    // SAFETY: plain syscall.
+    let ppid = unsafe { libc::getppid() } as u32;
+    let parent = format!("/proc/{ppid}/stat");
+    let parent_stopped = || std::fs::read_to_string(&parent).is_ok_and(|s| is_stopped_state(&s));
+    let mut stopped = false;
+    let mut exiting: Option<u64> = None;
+    let ejected = std::cell::Cell::new(false);
+    loop {
+        match poll_pipe(rd) {
+            Pipe::Closed => return,
+            Pipe::Data => continue,
+            Pipe::Quiet => {}
+        }
+        if let Some(since) = exiting {
+            // tried at every poll from then on: a state read between two
+            // writes of the kernel's must not make it give up
+            eject_when_due(since, &ejected);
+            continue;
+        }
+        let stat = std::fs::read_to_string(&parent).unwrap_or_default();
+        if is_exiting_stat(&stat) {
+            let since = monotonic_ms();
+            exiting = Some(since);
+            // the knob restore may wait for DL bandwidth to be released (up
+            // to BUSY_RETRY_MS): the ejection stays due meanwhile
+            let (t, k) = replay_exiting(state_dir, &|| {
+                eject_when_due(since, &ejected);
+                true
+            });
+            restores.fetch_add(1, Ordering::Release);
+            say!(
+                "scx-floor-guard: scx_floor is exiting; restored {t} boosted task(s) and {k} kernel knob(s)"
+            );
+            continue;
+        }
+        let now_stopped = is_stopped_state(&stat);
+        if now_stopped {
+            // At every poll while stopped, not only at the first: a
+            // scx_floor that continued and was stopped again between two
+            // polls (a debugger stepping) may have set the knobs again.
+            let (t, k) = replay_stopped(state_dir, &parent_stopped);
+            if !stopped || t + k > 0 {
+                restores.fetch_add(1, Ordering::Release);
+                say!(
+                    "scx-floor-guard: scx_floor is stopped: restored {t} boosted task(s) and {k} kernel knob(s); its server is paused until it continues"
+                );
+            }
+        } else if stopped {
+            say!("scx-floor-guard: scx_floor continues");
+        }
+        stopped = now_stopped;
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::boost::{private_dir, write_atomic};
+use crate::state::{private_dir, write_atomic};
 
 /// debugfs directory of the kernel's sched_ext dl_server (Linux >= 6.17).
 pub const EXT_SERVER_DIR: &str = "/sys/kernel/debug/sched/ext_server";

@@ -7,18 +7,22 @@ mod boost;
 mod bpf_intf;
 mod bpf_skel;
 mod checks;
+mod config;
 mod dlbw;
 mod executor;
 mod guard;
 mod hist;
 mod knobs;
+mod planner;
 mod policy;
 mod reach;
 mod sched;
 mod server;
 mod slice;
 mod slicer;
+mod state;
 mod stats;
+mod sys;
 
 use std::mem::MaybeUninit;
 use std::path::Path;
@@ -76,8 +80,8 @@ pub struct Opts {
     /// SCHED_FIFO 99 thread at each slice's end instead; "bpf-timer" and
     /// "thread" force one of them; "tick" leaves it to the scheduler tick
     /// (for A/B comparison).
-    #[arg(long, value_enum, default_value_t = slicer::SliceEnd::Auto, value_name = "HOW")]
-    slice_end: slicer::SliceEnd,
+    #[arg(long, value_enum, default_value_t = slice::SliceEnd::Auto, value_name = "HOW")]
+    slice_end: slice::SliceEnd,
 
     /// The same as --slice-end tick: slices end at the next scheduler tick.
     #[arg(long, conflicts_with = "slice_end")]
@@ -258,61 +262,26 @@ fn server_config(opts: &Opts) -> Result<Option<server::ServerConfig>> {
 /// knob refused with EBUSY is retried for [`knobs::BUSY_RETRY_MS`]).
 const LOCK_WAIT_MS: u64 = knobs::BUSY_RETRY_MS + 5_000;
 
-/// Takes /run/scx_floor/lock and holds it for the life of the process (its
-/// guardian inherits it, [`guard::spawn`]): one scx_floor at a time, and none
-/// while an earlier one's guardian restores. Held by someone else, the lock
-/// is tried every 50 ms for up to [`LOCK_WAIT_MS`]; nothing has changed
-/// before it is taken. Errors: the directory cannot be made private, or the
-/// lock is still held after the wait.
-fn lock_state_dir(dir: &Path) -> Result<std::fs::File> {
-    use std::os::fd::AsRawFd;
-    boost::private_dir(dir)?;
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join("lock"))?;
-    let t0 = std::time::Instant::now();
-    let mut told = false;
-    // SAFETY: flock on our own fd.
-    while unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let waited = t0.elapsed().as_millis() as u64;
-        if waited >= LOCK_WAIT_MS {
-            anyhow::bail!(
-                "another scx_floor, or the guardian (scx-floor-guard) of one that exited, \
-                 has held {}/lock for {waited} ms",
-                dir.display()
-            );
-        }
-        if !told {
-            log::info!(
-                "waiting for {}/lock (up to {LOCK_WAIT_MS} ms): another scx_floor, or the \
-                 guardian of one that exited and is still restoring, holds it",
-                dir.display()
-            );
-            told = true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    Ok(f)
-}
-
-fn run(opts: Opts) -> Result<()> {
-    // Nothing on the system changes before all of these pass.
-    let server = server_config(&opts)?;
-    let slice = slice_mode(&opts)?;
+/// The checks that must all pass before anything on the system changes:
+/// option ranges, root, sched_ext free, no `isolcpus=`, the served CPUs.
+/// Returns the server, the slice policy and the CPUs to serve.
+fn preflight(opts: &Opts) -> Result<(Option<server::ServerConfig>, slice::SliceMode, Vec<usize>)> {
+    let server = server_config(opts)?;
+    let slice = slice_mode(opts)?;
     checks::require_root(unsafe { libc::geteuid() })?;
     checks::require_scx_free(&checks::read_state(Path::new(checks::SCX_SYSFS)))?;
     if let Ok(cmdline) = std::fs::read_to_string("/proc/cmdline") {
         checks::require_no_isolcpus(&cmdline)?;
     }
-    let cpus = policy::served_cpus(opts.server_cpus.as_deref())?;
-    let state_dir = Path::new(policy::STATE_DIR);
-    let _lock = lock_state_dir(state_dir)?;
+    let cpus = checks::served_cpus(opts.server_cpus.as_deref())?;
+    Ok((server, slice, cpus))
+}
 
-    // Left over by an scx_floor whose guardian died with it.
+/// Restores what an earlier scx_floor whose guardian died with it left
+/// boosted or changed (its journals under `state_dir`), and says so.
+fn replay_leftovers(state_dir: &Path) {
     let (t, k, r) = guard::replay_all(state_dir, &|| true);
-    let (lt, lr) = boost::replay_legacy(&policy::legacy_journal_path(state_dir));
+    let (lt, lr) = boost::replay_legacy(&state::legacy_journal_path(state_dir));
     let (t, r) = (t + lt, r + lr);
     if t + k + r > 0 {
         log::warn!(
@@ -320,22 +289,18 @@ fn run(opts: Opts) -> Result<()> {
             guard::raised_note(r)
         );
     }
-    // Forked while single-threaded; restores everything if we die.
-    let guardian = guard::spawn(state_dir)?;
+}
 
-    let shutdown = Arc::new(AtomicBool::new(false));
-    let flag = shutdown.clone();
-    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
-        .context("installing the SIGINT/SIGTERM handler")?;
-
-    let cfg = sched::SchedConfig {
+/// What the BPF loader takes from the options.
+fn sched_config(opts: &Opts, slice: &slice::SliceMode) -> sched::SchedConfig {
+    sched::SchedConfig {
         // Latency mode: a CPU with one task gets the whole target.
         slice_ns: slice.slice_for(1),
         wakeup_preempt: !opts.no_wakeup_preempt,
         rcu_boost: !opts.no_rcu_boost,
         sample_load: slice.is_dynamic(),
         slice_end: if opts.no_slice_timer {
-            slicer::SliceEnd::Tick
+            slice::SliceEnd::Tick
         } else {
             opts.slice_end
         },
@@ -345,16 +310,25 @@ fn run(opts: Opts) -> Result<()> {
         },
         exit_dump_len: opts.exit_dump_len,
         verbose: opts.verbose,
-    };
-    let mut pcfg = policy::PolicyConfig {
+    }
+}
+
+/// The policy loop's settings from the options and the pre-flight results.
+fn policy_config(
+    opts: &Opts,
+    (server, slice, cpus): (Option<server::ServerConfig>, slice::SliceMode, Vec<usize>),
+    state_dir: &Path,
+    guardian: &guard::Guardian,
+) -> config::PolicyConfig {
+    config::PolicyConfig {
         server,
         cpus,
         kernel_server_off: opts.kernel_server == "off",
         rt_runtime_unlimited: opts.rt_runtime_unlimited,
         boost_mode: match opts.boost.as_str() {
-            "fifo" => policy::BoostMode::Fifo,
-            "deadline" => policy::BoostMode::Deadline,
-            _ => policy::BoostMode::Auto,
+            "fifo" => config::BoostMode::Fifo,
+            "deadline" => config::BoostMode::Deadline,
+            _ => config::BoostMode::Auto,
         },
         stats_every: opts.stats.map(Duration::from_secs_f64),
         stats_json: opts.stats_json.clone(),
@@ -364,13 +338,64 @@ fn run(opts: Opts) -> Result<()> {
         slice_threads: false,
         raised_tids: Vec::new(),
         guardian_restores: Some(guardian.restores),
-    };
+    }
+}
+
+/// Loads the BPF scheduler (with slice-end threads where the kernel refuses
+/// bpf_timer), runs the policy loop until a signal or ejection, and loads
+/// again when the kernel asks for a restart.
+fn load_and_run(
+    mut cfg: sched::SchedConfig,
+    pcfg: &mut config::PolicyConfig,
+    shutdown: &AtomicBool,
+) -> Result<()> {
+    loop {
+        let mut open_object = MaybeUninit::uninit();
+        let mut fallback_object = MaybeUninit::uninit();
+        let mut sched = match sched::Scheduler::init(&cfg, &mut open_object) {
+            Ok(s) => s,
+            Err(e) if cfg.slice_end == slice::SliceEnd::Auto && slicer::is_unsupported(&e) => {
+                info!(
+                    "this kernel refuses bpf_timer (PREEMPT_RT: EOPNOTSUPP at load): \
+                     slices end by per-CPU threads instead"
+                );
+                cfg.slice_end = slice::SliceEnd::Thread;
+                sched::Scheduler::init(&cfg, &mut fallback_object)?
+            }
+            Err(e) => return Err(e),
+        };
+        pcfg.slice_threads = cfg.slice_end == slice::SliceEnd::Thread;
+        let uei = policy::run(&mut sched, pcfg.clone(), shutdown)?;
+        drop(sched);
+        if shutdown.load(Ordering::Relaxed) || !uei.should_restart() {
+            return Ok(());
+        }
+        info!("the kernel asked for a restart: reloading");
+    }
+}
+
+fn run(opts: Opts) -> Result<()> {
+    // Nothing on the system changes before all of these pass.
+    let pre = preflight(&opts)?;
+    let state_dir = Path::new(state::STATE_DIR);
+    let _lock = state::lock_state_dir(state_dir, LOCK_WAIT_MS)?;
+    replay_leftovers(state_dir);
+    // Forked while single-threaded; restores everything if we die.
+    let guardian = guard::spawn(state_dir)?;
+
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let flag = shutdown.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("installing the SIGINT/SIGTERM handler")?;
+
+    let cfg = sched_config(&opts, &pre.1);
+    let mut pcfg = policy_config(&opts, pre, state_dir, &guardian);
     if pcfg.server.is_some() {
-        policy::lock_memory();
+        sys::lock_memory();
     }
     // Raised before the BPF scheduler attaches and put back after it is
     // detached (declared first: dropped last, on every path).
-    let raise = boost::KthreadRaise::apply(boost::Journal::open(&policy::journal_path(state_dir))?);
+    let raise = boost::KthreadRaise::apply(boost::Journal::open(&state::journal_path(state_dir))?);
     pcfg.raised_tids = raise.tids();
     if !pcfg.raised_tids.is_empty() {
         info!(
@@ -383,30 +408,7 @@ fn run(opts: Opts) -> Result<()> {
             boost::RAISE_PRIO
         );
     }
-    let mut cfg = cfg;
-    loop {
-        let mut open_object = MaybeUninit::uninit();
-        let mut fallback_object = MaybeUninit::uninit();
-        let mut sched = match sched::Scheduler::init(&cfg, &mut open_object) {
-            Ok(s) => s,
-            Err(e) if cfg.slice_end == slicer::SliceEnd::Auto && slicer::is_unsupported(&e) => {
-                info!(
-                    "this kernel refuses bpf_timer (PREEMPT_RT: EOPNOTSUPP at load): \
-                     slices end by per-CPU threads instead"
-                );
-                cfg.slice_end = slicer::SliceEnd::Thread;
-                sched::Scheduler::init(&cfg, &mut fallback_object)?
-            }
-            Err(e) => return Err(e),
-        };
-        pcfg.slice_threads = cfg.slice_end == slicer::SliceEnd::Thread;
-        let uei = policy::run(&mut sched, pcfg.clone(), &shutdown)?;
-        drop(sched);
-        if shutdown.load(Ordering::Relaxed) || !uei.should_restart() {
-            break;
-        }
-        info!("the kernel asked for a restart: reloading");
-    }
+    load_and_run(cfg, &mut pcfg, &shutdown)?;
     if !pcfg.raised_tids.is_empty() {
         drop(raise);
         info!(

@@ -15,8 +15,9 @@ use crate::bpf_intf::floor_waiter as Waiter;
 use crate::bpf_skel::{types, BpfSkel, BpfSkelBuilder};
 use crate::hist::Hist;
 use crate::server::Sample;
-use crate::slicer::SliceEnd;
+use crate::slice::SliceEnd;
 use crate::stats::CpuCounters;
+use crate::sys::{monotonic_ns, online_cpus};
 
 /// What the loader needs from the command line.
 #[derive(Clone, Debug)]
@@ -41,49 +42,28 @@ pub struct SchedConfig {
     pub verbose: bool,
 }
 
-/// CLOCK_MONOTONIC now, ns: the clock of bpf_ktime_get_ns().
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
+/// Raises the calling thread to SCHED_FIFO 99, then pins it to `cpus`. In
+/// that order: pinned first, at its normal policy, to a CPU an RT task hogs,
+/// it would never run again to raise itself.
+pub fn rt_setup(cpus: &[usize]) -> Result<()> {
+    let a = crate::boost::SchedAttr {
+        sched_policy: crate::boost::SCHED_FIFO,
+        sched_priority: 99,
+        sched_flags: crate::boost::SCHED_FLAG_RESET_ON_FORK,
+        ..Default::default()
     };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::boost::set_attr(0, &a).context("sched_setattr(SCHED_FIFO 99) for the server thread")?;
+    crate::sys::pin_thread(0, cpus)
+        .with_context(|| format!("pinning the server thread to CPUs {cpus:?}"))
 }
 
-/// CPUs online now (`/sys/devices/system/cpu/online`).
-pub fn online_cpus() -> Result<Vec<usize>> {
-    let s = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .context("reading /sys/devices/system/cpu/online")?;
-    scx_utils::read_cpulist(s.trim())
-}
-
-/// The CPUs booted `nohz_full=` (`/sys/devices/system/cpu/nohz_full`): none
-/// when the file is missing, empty or reads "(null)" (the kernel's text when
-/// no CPU is nohz_full).
-pub fn nohz_full_cpus() -> Vec<usize> {
-    std::fs::read_to_string("/sys/devices/system/cpu/nohz_full")
-        .ok()
-        .and_then(|s| scx_utils::read_cpulist(s.trim()).ok())
-        .unwrap_or_default()
-}
-
-/// The housekeeping CPUs among `online`: those not in `nohz_full`, as the
-/// kernel's own housekeeping (unbound workqueues, timers, RCU callbacks)
-/// moves off `nohz_full=` CPUs. `online` itself when every online CPU is
-/// nohz_full, so that the result is never empty while `online` is not.
-pub fn housekeeping_of(online: &[usize], nohz_full: &[usize]) -> Vec<usize> {
-    let hk: Vec<usize> = online
-        .iter()
-        .copied()
-        .filter(|c| !nohz_full.contains(c))
-        .collect();
-    if hk.is_empty() {
-        online.to_vec()
-    } else {
-        hk
-    }
+/// Registers the calling thread as one of scx_floor's own (its runs never
+/// count as a higher class taking a CPU: done before it becomes RT), then
+/// [`rt_setup`].
+pub fn agent_setup(view: &BpfView, cpus: &[usize]) -> Result<()> {
+    // SAFETY: plain syscall.
+    view.register_agent(unsafe { libc::gettid() } as u32)?;
+    rt_setup(cpus)
 }
 
 /// A loaded and attached scx_floor.
@@ -542,23 +522,5 @@ impl Drop for Scheduler<'_> {
         if self.link.take().is_some() {
             info!("scx_floor detached");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::housekeeping_of;
-
-    #[test]
-    fn housekeeping_leaves_out_nohz_full_cpus() {
-        assert_eq!(housekeeping_of(&[0, 1, 2, 3], &[1, 3]), vec![0, 2]);
-        assert_eq!(housekeeping_of(&[0, 1], &[]), vec![0, 1]);
-        // a nohz_full CPU that is offline changes nothing
-        assert_eq!(housekeeping_of(&[0, 1], &[5]), vec![0, 1]);
-    }
-
-    #[test]
-    fn housekeeping_is_never_empty() {
-        assert_eq!(housekeeping_of(&[1, 2], &[1, 2]), vec![1, 2]);
     }
 }

@@ -79,6 +79,42 @@ impl CpuSlice {
     }
 }
 
+/// How slices end (`--slice-end`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SliceEnd {
+    /// a per-CPU bpf_timer; a per-CPU thread where the kernel refuses
+    /// bpf_timer (PREEMPT_RT)
+    Auto,
+    /// a per-CPU bpf_timer (an hrtimer pinned to the CPU)
+    BpfTimer,
+    /// a per-CPU SCHED_FIFO 99 thread that sleeps until the slice is due
+    Thread,
+    /// the scheduler tick alone (for A/B comparison)
+    Tick,
+}
+
+impl SliceEnd {
+    /// The BPF program's `slice_end` setting; `Auto` loads as `BpfTimer`
+    /// first (the loader falls back to `Thread`).
+    pub fn bpf_value(self) -> u32 {
+        use crate::bpf_intf::*;
+        match self {
+            SliceEnd::Auto | SliceEnd::BpfTimer => floor_slice_end_FLOOR_SLICE_END_BPF_TIMER,
+            SliceEnd::Thread => floor_slice_end_FLOOR_SLICE_END_THREAD,
+            SliceEnd::Tick => floor_slice_end_FLOOR_SLICE_END_TICK,
+        }
+    }
+
+    /// What ends slices, for the log.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SliceEnd::Auto | SliceEnd::BpfTimer => "ended by a per-CPU bpf_timer (hrtimer)",
+            SliceEnd::Thread => "ended by a per-CPU SCHED_FIFO 99 thread's hrtimer wake-up",
+            SliceEnd::Tick => "ended at the scheduler tick",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +156,22 @@ mod tests {
         assert_eq!(c.poll(&LAT, 1), None);
         assert_eq!(c.poll(&LAT, 2), None);
         assert_eq!(c.poll(&LAT, 2), Some(500_000));
+    }
+
+    #[test]
+    fn slice_end_values_match_the_bpf_side() {
+        use crate::bpf_intf::*;
+        assert_eq!(
+            SliceEnd::Auto.bpf_value(),
+            floor_slice_end_FLOOR_SLICE_END_BPF_TIMER
+        );
+        assert_eq!(
+            SliceEnd::Thread.bpf_value(),
+            floor_slice_end_FLOOR_SLICE_END_THREAD
+        );
+        assert_eq!(
+            SliceEnd::Tick.bpf_value(),
+            floor_slice_end_FLOOR_SLICE_END_TICK
+        );
     }
 }

@@ -36,43 +36,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 
-use crate::sched::{monotonic_ns, BpfView, SlicerState};
-
-/// How slices end (`--slice-end`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum SliceEnd {
-    /// a per-CPU bpf_timer; a per-CPU thread where the kernel refuses
-    /// bpf_timer (PREEMPT_RT)
-    Auto,
-    /// a per-CPU bpf_timer (an hrtimer pinned to the CPU)
-    BpfTimer,
-    /// a per-CPU SCHED_FIFO 99 thread that sleeps until the slice is due
-    Thread,
-    /// the scheduler tick alone (for A/B comparison)
-    Tick,
-}
-
-impl SliceEnd {
-    /// The BPF program's `slice_end` setting; `Auto` loads as `BpfTimer`
-    /// first (the loader falls back to `Thread`).
-    pub fn bpf_value(self) -> u32 {
-        use crate::bpf_intf::*;
-        match self {
-            SliceEnd::Auto | SliceEnd::BpfTimer => floor_slice_end_FLOOR_SLICE_END_BPF_TIMER,
-            SliceEnd::Thread => floor_slice_end_FLOOR_SLICE_END_THREAD,
-            SliceEnd::Tick => floor_slice_end_FLOOR_SLICE_END_TICK,
-        }
-    }
-
-    /// What ends slices, for the log.
-    pub fn describe(self) -> &'static str {
-        match self {
-            SliceEnd::Auto | SliceEnd::BpfTimer => "ended by a per-CPU bpf_timer (hrtimer)",
-            SliceEnd::Thread => "ended by a per-CPU SCHED_FIFO 99 thread's hrtimer wake-up",
-            SliceEnd::Tick => "ended at the scheduler tick",
-        }
-    }
-}
+use crate::sched::{BpfView, SlicerState};
+use crate::sys::monotonic_ns;
 
 /// Whether `e` is the verifier refusing the program with EOPNOTSUPP, as
 /// PREEMPT_RT kernels refuse bpf_timer.
@@ -124,7 +89,7 @@ pub fn run(
     stop_fd: i32,
     counts: &SlicerCounts,
 ) -> Result<()> {
-    crate::policy::agent_setup(view, &[cpu])
+    crate::sched::agent_setup(view, &[cpu])
         .with_context(|| format!("the slice-end thread of CPU {cpu}"))?;
     let wake = view.slicer_ringbuf(cpu)?;
     let mut rb = libbpf_rs::RingBufferBuilder::new();
@@ -140,7 +105,7 @@ pub fn run(
             // Displaced while the CPU was offline, it must hold it again
             // (the invariant below); until then it only wakes for nothing.
             if let Ok(online) = view.online_cpus() {
-                crate::policy::repin_after_hotplug(0, cpu, &online);
+                crate::sys::repin_after_hotplug(0, cpu, &online);
             }
         }
         let now = monotonic_ns();
@@ -153,7 +118,7 @@ pub fn run(
         if at.is_none() {
             counts.parks.fetch_add(1, Ordering::Relaxed);
         }
-        let kicked = crate::policy::sleep_until(at.unwrap_or(u64::MAX), &fds);
+        let kicked = crate::sys::sleep_until(at.unwrap_or(u64::MAX), &fds);
         if kicked {
             let _ = rb.consume();
         } else if at.is_some() {
@@ -211,23 +176,6 @@ mod tests {
         assert_eq!(next_wake(1_000, &st(0, 450_000, 5, 20_000), 5), None);
         // no slice length known yet (no run ever started)
         assert_eq!(next_wake(1_000, &st(0, 0, 1, 0), 0), None);
-    }
-
-    #[test]
-    fn slice_end_values_match_the_bpf_side() {
-        use crate::bpf_intf::*;
-        assert_eq!(
-            SliceEnd::Auto.bpf_value(),
-            floor_slice_end_FLOOR_SLICE_END_BPF_TIMER
-        );
-        assert_eq!(
-            SliceEnd::Thread.bpf_value(),
-            floor_slice_end_FLOOR_SLICE_END_THREAD
-        );
-        assert_eq!(
-            SliceEnd::Tick.bpf_value(),
-            floor_slice_end_FLOOR_SLICE_END_TICK
-        );
     }
 
     #[test]

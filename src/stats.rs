@@ -426,7 +426,7 @@ pub struct ServerRow {
     /// (nothing can preempt it: not served)
     pub by: &'static str,
     /// runnable normal tasks found on the CPU through /proc that the BPF
-    /// waiters map lacked (see `runnable_on()` in policy.rs)
+    /// waiters map lacked (see `runnable_on()` in planner.rs)
     pub lost_found: u64,
     /// tasks served in the last complete period that wanted more than they
     /// got (none of their boosts ended because they blocked)

@@ -1,0 +1,1217 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The planner of one served CPU: it samples the CPU's BPF counters, steps
+//! the CPU's bandwidth server (`server.rs`), picks the waiting tasks a boost
+//! serves, journals each boost before it is made (`boost.rs`) and posts it
+//! to the CPU's executor (`executor.rs`), or hands the CPU to SCHED_DEADLINE
+//! boosts or the kernel's ext_server when no SCHED_FIFO boost can preempt
+//! its hog. One planner thread per served CPU, started by the policy loop
+//! (`policy.rs`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result};
+use log::{debug, info, warn};
+
+use crate::boost::{self, Entry, Journal, SchedAttr};
+use crate::bpf_intf::floor_waiter as BpfWaiter;
+use crate::config::{BoostMode, PolicyConfig};
+use crate::executor::{End, Executor, StopOnDrop};
+use crate::knobs::{self, Knobs};
+use crate::reach::{reach, Reach};
+use crate::sched::{agent_setup, BpfView, HiTask};
+use crate::server::{Action, CpuServer, Sample, ServerConfig, Step, TaskNow, Waiter, MAX_BOOSTED};
+use crate::state::journal_path;
+use crate::stats::ServerRow;
+use crate::sys::{
+    housekeeping_of, monotonic_ns, nohz_full_cpus, online_cpus, pin_thread, repin_after_hotplug,
+    sleep_until,
+};
+
+#[derive(Clone, Copy, Debug, Default)]
+struct BoostCounts {
+    deadline: u64,
+    fifo: u64,
+    failed: u64,
+    /// server thread steps, their total and longest duration (ns)
+    steps: u64,
+    step_ns: u64,
+    step_max_ns: u64,
+    /// runnable tasks found on the CPU that the waiters map lacked
+    lost_found: u64,
+}
+
+/// How long a boost posted to the executor may wait to be taken, ns.
+const EXEC_TAKE_TIMEOUT_NS: u64 = 100_000_000;
+
+/// Longest sleep of a server thread, ns. It is woken earlier by the BPF side
+/// (starvation begins, a boosted task blocks) and by the stop eventfd.
+const MAX_SLEEP_NS: u64 = 1_000_000_000;
+
+/// Whether `tid` may run only on CPUs that a higher class holds now.
+fn all_allowed_hogged(tid: u32, hi: &BTreeMap<usize, bool>) -> bool {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::sched_getaffinity(
+            tid as libc::pid_t,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &mut set,
+        )
+    };
+    if r != 0 {
+        return false;
+    }
+    hi.iter()
+        .all(|(cpu, hogged)| *hogged || !unsafe { libc::CPU_ISSET(*cpu, &set) })
+}
+
+/// How often a planner whose CPU starves looks through /proc for runnable
+/// normal tasks there that the waiters map lacks ([`runnable_on`]), ns: a
+/// task lost to the map waits at most this long for its first boost.
+const PROC_SCAN_EVERY_NS: u64 = 1_000_000_000;
+
+/// The normal tasks (SCHED_OTHER, BATCH, IDLE, EXT) that /proc shows
+/// runnable (state R) on `cpu` (field 39): there they wait, as the CPU is
+/// held by a higher class. As waiters (tid, entry), pinned (a task the
+/// dispatcher did not move away, in a migrate-disabled section or queued on
+/// the CPU, can only be served there): weight from nice (field 19) by the
+/// kernel's ratio of about 1.25 per nice level (the sched_prio_to_weight
+/// table, kernel/sched/core.c), scaled to 100 at nice 0 as sched_ext's
+/// `p->scx.weight` is; kthread from the flags (field 9); start time (field
+/// 22). The map cannot be the only source: on 7.3.4-rt the kernel took
+/// tasks out of scx_floor's DSQs through `ops.dequeue()` (from its
+/// sched_ext_helper kthread) and left them queued on the CPU with no
+/// `ops.enqueue()`; they were never boosted again, and a task in an RCU
+/// read-side section among them stalled RCU until the kernel ejected the
+/// scheduler 21 s later.
+fn runnable_on(cpu: usize) -> Vec<(u32, BpfWaiter)> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut v = Vec::new();
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        // A process of one thread (most are) is read once: its /proc/PID/stat
+        // is its thread's, and num_threads (field 20) says so.
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if boost::stat_fields(&stat).and_then(|f| f.get(20 - 3).copied()) == Some("1") {
+            if let Some(w) = parse_runnable_waiter(&stat, cpu) {
+                v.push((pid, w));
+            }
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")) else {
+                continue;
+            };
+            if let Some(w) = parse_runnable_waiter(&stat, cpu) {
+                v.push((tid, w));
+            }
+        }
+    }
+    v
+}
+
+/// A /proc/PID/stat line as a waiter on `cpu` (see [`runnable_on`]), or None
+/// when the task is not a runnable normal task last on `cpu`.
+fn parse_runnable_waiter(stat: &str, cpu: usize) -> Option<BpfWaiter> {
+    let f = boost::stat_fields(stat)?;
+    let field = |n: usize| f.get(n - 3).copied();
+    if field(3)? != "R"
+        || field(39)?.parse::<usize>().ok()? != cpu
+        || !boost::is_normal_policy(field(41)?.parse().ok()?)
+    {
+        return None;
+    }
+    let nice: i32 = field(19)?.parse().ok()?;
+    let flags: u64 = field(9)?.parse().ok()?;
+    Some(BpfWaiter {
+        since_ns: monotonic_ns(),
+        cpu: cpu as u32,
+        weight: (100.0 / 1.25f64.powi(nice)).round().clamp(1.0, 10000.0) as u32,
+        pinned: 1,
+        kthread: u32::from(flags & boost::PF_KTHREAD != 0),
+        start_ticks: field(22)?.parse().ok()?,
+    })
+}
+
+/// Adds to the waiters map the runnable normal tasks /proc shows on `cpu`
+/// that the map lacks, at most every [`PROC_SCAN_EVERY_NS`]
+/// (`last_scan_ns`) and only while a higher class holds the CPU; counts
+/// them in `lost_found`. Called after a step's actions, never inside the
+/// waiter look-up: a scan costs 1-2 ms under TCG, and in kernel-cut mode
+/// that look-up comes at each period's zero-laxity activation.
+fn scan_lost(cpu: usize, view: &BpfView, lost_found: &mut u64, last_scan_ns: &mut u64) {
+    let now = monotonic_ns();
+    if now.saturating_sub(*last_scan_ns) < PROC_SCAN_EVERY_NS || !view.sample(cpu).1 {
+        return;
+    }
+    *last_scan_ns = now;
+    let listed = view.waiters();
+    let lost: Vec<(u32, BpfWaiter)> = runnable_on(cpu)
+        .into_iter()
+        .filter(|(tid, _)| !listed.iter().any(|(t, _)| t == tid))
+        .collect();
+    if !lost.is_empty() {
+        debug!("cpu {cpu}: runnable here but not in the waiters: {lost:?}");
+        *lost_found += lost.len() as u64;
+        for (tid, w) in &lost {
+            view.add_waiter(*tid, w);
+        }
+    }
+}
+
+/// The tasks starving on `cpu` (the waiters map, see [`scan_lost`]), oldest
+/// first; their start times (clock ticks) go into `starts`. `online`: the
+/// CPUs online. `boosting`: the server has tasks boosted on `cpu` and more
+/// waiting for their turn, so the CPU counts as held by a higher class even
+/// while a boosted task runs (the BPF side counts boosted runs as normal
+/// runs, not as the higher class's).
+fn waiters_of(
+    cpu: usize,
+    view: &BpfView,
+    online: &[usize],
+    starts: &mut HashMap<u32, u64>,
+    boosting: bool,
+) -> Vec<Waiter> {
+    let mut hi = BTreeMap::new();
+    for &c in online {
+        hi.insert(c, view.sample(c).1 || (c == cpu && boosting));
+    }
+    if !hi.get(&cpu).copied().unwrap_or(false) {
+        return Vec::new();
+    }
+    let listed = view.waiters();
+    // Kernel threads first (a per-CPU kworker or ksoftirqd that waits
+    // behind dozens of user tasks delays RCU callbacks and workqueues for
+    // the whole machine; not measured to matter yet), then the longest
+    // waiting.
+    let mut v: Vec<((bool, u64), Waiter)> = Vec::new();
+    for (tid, w) in listed {
+        if w.cpu as usize != cpu {
+            continue;
+        }
+        if w.pinned == 0 && !all_allowed_hogged(tid, &hi) {
+            continue; // it can run elsewhere: the dispatcher moves it
+        }
+        starts.insert(tid, w.start_ticks);
+        v.push((
+            (w.kthread == 0, w.since_ns),
+            Waiter {
+                pid: tid,
+                weight: w.weight,
+            },
+        ));
+    }
+    v.sort_by_key(|(since, w)| (*since, w.pid));
+    v.into_iter().map(|(_, w)| w).collect()
+}
+
+/// Restores `tid` (journal entry `e`) from this thread if it still has its
+/// boost's attributes (a sleeping SCHED_DEADLINE boost gives its bandwidth
+/// back first, see [`boost::unboost`]). Nothing to do when it is back at its
+/// own policy already (the executor's restore); [`boost::ERR_CHANGED`] when
+/// it is at neither ([`boost::is_boost_of`]).
+fn restore_here(tid: u32, e: &Entry) -> std::io::Result<()> {
+    let now = boost::get_attr(tid)?;
+    if boost::restore_due(&now, &e.boost, &e.saved)? {
+        boost::unboost(tid, &e.saved, &now)
+    } else {
+        Ok(())
+    }
+}
+
+/// The server of one CPU and what it changed; lives in that CPU's planner
+/// thread.
+struct CpuAgent<'v> {
+    cpu: usize,
+    view: &'v BpfView,
+    mode: BoostMode,
+    server: CpuServer,
+    counts: BoostCounts,
+    hi_prio: u32,
+    journal: Journal,
+    /// boosted tid -> (its journal entry, its BPF slot)
+    boosted: HashMap<u32, (Entry, usize)>,
+    free_slots: Vec<usize>,
+    /// CPUs online, re-read after each CPU hotplug event
+    online: Vec<usize>,
+    /// the last step asked for a second look at once (see `step`)
+    looked_again: bool,
+    /// the last look through /proc for waiters the map lacks, ns
+    last_scan_ns: u64,
+    /// makes the SCHED_FIFO boosts on the served CPU itself (None: in
+    /// kernel-cut and DEADLINE-only modes, where the kernel ends boosts)
+    exec: Option<&'v Executor>,
+    /// boosted tid -> the executor's post id, for boosts the executor made
+    exec_ids: HashMap<u32, u64>,
+    /// posts whose system call has not been seen yet: (tid, id, posted at ns)
+    posted: Vec<(u32, u64, u64)>,
+    /// posts the executor was asked to end: (tid, id, journal entry, slot)
+    ending: Vec<(u32, u64, Entry, usize)>,
+    /// the kernel's ext_server, handed this CPU's budget while a task no
+    /// boost can preempt holds the CPU (None: not ours to change)
+    ext: Option<ExtHandoff<'v>>,
+    /// what serves the CPU now
+    reach: Reach,
+    /// the last time a task that no boost can preempt held the CPU, ns
+    unbeatable_at_ns: u64,
+    /// the last such task warned about (pid)
+    warned_pid: u32,
+    /// the slot limit and the full waiters map were logged (once each)
+    warned_slots: bool,
+    warned_waiters: bool,
+    /// when to look again whether to hand the CPU over, ns (0: no need)
+    handoff_check_ns: u64,
+    /// the server's configuration for SCHED_FIFO boosts (kernel-cut mode
+    /// is derived from it)
+    fifo_cfg: ServerConfig,
+    /// the boost policy asked for (`--boost`)
+    base_mode: BoostMode,
+    /// SCHED_DEADLINE boosts are admitted for pinned tasks
+    /// (kernel.sched_rt_runtime_us -1, 2 CPUs online or more)
+    dl_ok: bool,
+    /// every boost is SCHED_DEADLINE, ended by the kernel (`--boost
+    /// deadline`): no hand-off
+    forced_deadline: bool,
+}
+
+/// The kernel's ext_server of one CPU, as scx_floor hands it the budget.
+pub struct ExtHandoff<'k> {
+    /// None: left as it was (`--kernel-server keep`), it serves with its
+    /// own runtime and period and is not written
+    knobs: Option<&'k Knobs>,
+    runtime: PathBuf,
+    period: PathBuf,
+}
+
+/// What the planners may do with the kernel's ext_server.
+#[derive(Clone, Copy, Debug)]
+pub enum ExtServer<'k> {
+    /// scx_floor set its runtime to 0 on the served CPUs: a planner hands
+    /// it the budget through these (journaled) knobs
+    Ours(&'k Knobs),
+    /// left as it was (`--kernel-server keep`): it serves with its own
+    /// settings
+    Kept,
+    /// none in debugfs
+    Absent,
+}
+
+/// A CPU held this long by a task no boost can preempt, while normal tasks
+/// wait there, is handed to the kernel's ext_server, ns. A brief run of a
+/// priority-99 kernel thread (migration/N) must not flip it.
+const HANDOFF_AFTER_NS: u64 = 100_000_000;
+
+/// When to look again whether a CPU held by a task no boost can preempt is
+/// to be handed over (monotonic ns; 0: no look needed): [`HANDOFF_AFTER_NS`]
+/// after the starvation began, and only while one is open (`starved_since_ns`
+/// != 0). Without one there is nothing to hand over, and the time would lie
+/// in the past: the planner, at SCHED_FIFO 99, then stepped back to back for
+/// as long as such a task was seen on its CPU (on PREEMPT_RT, 7.3.4-rt, a
+/// slice-end thread seen on CPU 0: ktimers/0 starved for 5 s, RCU stalled
+/// and the VM died, CI at 914f87b).
+fn handoff_check_at(starved_since_ns: u64) -> u64 {
+    if starved_since_ns == 0 {
+        0
+    } else {
+        starved_since_ns + HANDOFF_AFTER_NS
+    }
+}
+
+impl<'v> CpuAgent<'v> {
+    fn boost(
+        &mut self,
+        tid: u32,
+        budget_ns: u64,
+        deadline_ns: u64,
+        start: Option<u64>,
+    ) -> Result<()> {
+        let Some(slot) = self.free_slots.pop() else {
+            anyhow::bail!("no free boost slot")
+        };
+        // SCHED_DEADLINE only where the CPU was handed to it (or --boost
+        // deadline): a SCHED_FIFO boost one above the CPU's RT hog is made
+        // and ended by the executor on the CPU itself.
+        let kind_dl = self.mode == BoostMode::Deadline;
+        let attr = if kind_dl {
+            boost::deadline_attr(budget_ns, deadline_ns)
+        } else {
+            boost::fifo_attr(self.hi_prio)
+        };
+        let entry = match boost::journal_before_boost(&self.journal, slot, tid, start, &attr) {
+            Ok(e) => e,
+            Err(e) => {
+                self.free_slots.push(slot);
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.view.boosted_add(tid, slot) {
+            self.journal.forget(slot);
+            self.free_slots.push(slot);
+            return Err(e);
+        }
+        let res = if kind_dl {
+            boost::set_attr(tid, &attr)
+        } else {
+            match self.exec {
+                // Counted as made; a failure is settled at the next step.
+                Some(ex) => {
+                    let id = ex.post(
+                        tid,
+                        slot,
+                        &attr,
+                        &boost::restore_attr_of(&entry.saved),
+                        budget_ns,
+                    );
+                    self.exec_ids.insert(tid, id);
+                    self.posted.push((tid, id, monotonic_ns()));
+                    Ok(())
+                }
+                None => boost::set_attr(tid, &attr),
+            }
+        };
+        if let Err(e) = res {
+            self.view.boosted_del(tid);
+            self.journal.forget(slot);
+            self.free_slots.push(slot);
+            return Err(e).context("sched_setattr");
+        }
+        if kind_dl {
+            self.counts.deadline += 1;
+        } else {
+            self.counts.fifo += 1;
+        }
+        self.boosted.insert(tid, (entry, slot));
+        Ok(())
+    }
+
+    fn restore(&mut self, tid: u32) {
+        if let Some((e, slot)) = self.boosted.remove(&tid) {
+            // A boost of the executor is ended there (at once if it is not
+            // over yet); the rest is done when its result is in.
+            let post = self.exec.zip(self.exec_ids.remove(&tid));
+            let res = match post.map_or(End::Unknown, |(ex, id)| ex.end(id)) {
+                End::Done(r) => r,
+                End::Pending => {
+                    let id = post.map_or(0, |(_, id)| id);
+                    self.posted.retain(|p| p.1 != id);
+                    self.ending.push((tid, id, e, slot));
+                    return;
+                }
+                End::Unknown => restore_here(tid, &e),
+            };
+            if let Some((ex, id)) = post {
+                self.posted.retain(|p| p.1 != id);
+                let _ = ex.take_started(id);
+            }
+            self.restored(tid, slot, &e.boost, res);
+        }
+    }
+
+    /// The bookkeeping after the restore of `tid` (boost slot `slot`, boosted
+    /// with `boost`).
+    fn restored(&mut self, tid: u32, slot: usize, boost: &SchedAttr, res: std::io::Result<()>) {
+        let res_kept = match res {
+            Ok(()) => false,
+            Err(err) if err.raw_os_error() == Some(libc::ESRCH) => false,
+            Err(err) if err.raw_os_error() == Some(boost::ERR_CHANGED) => {
+                let now = boost::get_attr(tid).map_or_else(
+                    |e| e.to_string(),
+                    |a| format!("policy {}, priority {}", a.sched_policy, a.sched_priority),
+                );
+                let was = if boost.sched_policy == boost::SCHED_DEADLINE {
+                    format!(
+                        "runtime {} ns, period {} ns",
+                        boost.sched_runtime, boost.sched_period
+                    )
+                } else {
+                    format!("priority {}", boost.sched_priority)
+                };
+                info!(
+                    "cpu {}: task {tid} was given other scheduling attributes during its boost (policy {}, {was}; {now} now): left as they are",
+                    self.cpu, boost.sched_policy
+                );
+                false
+            }
+            Err(err) => {
+                // Keep the journal record: the exit path (or the guardian)
+                // replays it. The slot stays taken.
+                warn!("restoring task {tid}: {err} (kept in the journal)");
+                true
+            }
+        };
+        // a restore booked late (the executor's) may follow a new boost of
+        // the same task: its BPF entry then names the new slot
+        if !self.boosted.contains_key(&tid) {
+            self.view.boosted_del(tid);
+        }
+        if res_kept {
+            return;
+        }
+        self.journal.forget(slot);
+        self.free_slots.push(slot);
+    }
+
+    /// Takes in the executor's results: boosts it failed to make (or did
+    /// not take within 100 ms: a SCHED_FIFO 99 or DEADLINE task holds the
+    /// CPU) are undone here, restores it made are booked.
+    fn settle(&mut self) {
+        let Some(ex) = self.exec else { return };
+        let now = monotonic_ns();
+        for (tid, id, at) in std::mem::take(&mut self.posted) {
+            let res = match ex.take_started(id) {
+                Some(r) => r,
+                None if now.saturating_sub(at) > EXEC_TAKE_TIMEOUT_NS && ex.withdraw(id) => {
+                    Err(std::io::Error::from_raw_os_error(libc::ETIMEDOUT))
+                }
+                None => {
+                    self.posted.push((tid, id, at));
+                    continue;
+                }
+            };
+            if let Err(e) = res {
+                debug!("cpu {}: boost of {tid} failed: {e}", self.cpu);
+                self.exec_ids.remove(&tid);
+                if let Some((_, slot)) = self.boosted.remove(&tid) {
+                    self.view.boosted_del(tid);
+                    self.journal.forget(slot);
+                    self.free_slots.push(slot);
+                }
+                self.view.forget_waiter(tid);
+                self.counts.fifo = self.counts.fifo.saturating_sub(1);
+                self.counts.failed += 1;
+                self.server.drop_boost(tid);
+            }
+        }
+        for (tid, id, e, slot) in std::mem::take(&mut self.ending) {
+            match ex.take_ended(id) {
+                Some(r) => {
+                    let _ = ex.take_started(id);
+                    self.restored(tid, slot, &e.boost, r)
+                }
+                None => self.ending.push((tid, id, e, slot)),
+            }
+        }
+    }
+
+    fn restore_all(&mut self) {
+        self.end_boosts();
+        if let Some(ex) = self.exec {
+            ex.stop(true);
+            self.settle();
+        }
+        // An executor that could not run in 2 s: restore from here.
+        for (tid, _, e, slot) in std::mem::take(&mut self.ending) {
+            let r = restore_here(tid, &e);
+            self.restored(tid, slot, &e.boost, r);
+        }
+        self.server.drop_all();
+    }
+
+    /// The served CPU went offline: ends every boost (the kernel moved the
+    /// boosted tasks to other CPUs, where their boosts would hold a CPU
+    /// nobody serves, and where the executor's wake-ups no longer end
+    /// their runs) and forgets the period. The executor keeps running.
+    fn park_offline(&mut self) {
+        self.end_boosts();
+        self.server.drop_all();
+    }
+
+    /// Restores every task this CPU's server has boosted.
+    fn end_boosts(&mut self) {
+        let tids: Vec<u32> = self.boosted.keys().copied().collect();
+        for tid in tids {
+            self.restore(tid);
+        }
+    }
+
+    /// Steps the server once; returns when to step again (ns).
+    fn step(&mut self) -> u64 {
+        self.settle();
+        let (s, hi_running, hi) = self.view.sample(self.cpu);
+        if hi.policy == boost::SCHED_FIFO || hi.policy == boost::SCHED_RR {
+            self.hi_prio = hi.prio;
+        }
+        if let Some(next) = self.hand_off(&s, hi_running, hi) {
+            return next;
+        }
+        let mut starts = HashMap::new();
+        let st = self.step_server(&s, &mut starts);
+        let again = self.look_again(&s);
+        self.carry_out(st.actions, &s, &starts);
+        if let Some(ex) = self.exec {
+            for a in self.server.active() {
+                if let Some(id) = self.exec_ids.get(&a.pid) {
+                    ex.set_limit(*id, a.base_ns + a.share_ns);
+                }
+            }
+        }
+        scan_lost(
+            self.cpu,
+            self.view,
+            &mut self.counts.lost_found,
+            &mut self.last_scan_ns,
+        );
+        self.warn_limits_once();
+        if again {
+            s.now_ns
+        } else if self.handoff_check_ns != 0 {
+            st.next_ns.min(self.handoff_check_ns)
+        } else {
+            st.next_ns
+        }
+    }
+
+    /// Steps the server on sample `s`, telling it each boosted task's run
+    /// time from its BPF slot and, when it asks, the waiters (their start
+    /// times go to `starts`, for the journal).
+    fn step_server(&mut self, s: &Sample, starts: &mut HashMap<u32, u64>) -> Step {
+        let (cpu, view) = (self.cpu, self.view);
+        let (boosted, exec, ids) = (&self.boosted, self.exec, &self.exec_ids);
+        let task = |pid: u32| {
+            let (_, slot) = boosted.get(&pid)?;
+            let (spid, runtime_ns, blocked) = view.slot(*slot);
+            (spid == pid).then_some(TaskNow {
+                runtime_ns,
+                runnable: !blocked,
+                cut: exec
+                    .zip(ids.get(&pid))
+                    .is_some_and(|(ex, id)| ex.ended(*id)),
+            })
+        };
+        let online = &self.online;
+        let (was_started, was_end) = (self.server.started(), self.server.period_end_ns());
+        let boosting = self.server.taking_turns() && !self.boosted.is_empty();
+        self.server.set_unsettled_slots(
+            MAX_BOOSTED.saturating_sub(self.free_slots.len() + self.boosted.len()),
+        );
+        let st = self
+            .server
+            .step(s, task, || waiters_of(cpu, view, online, starts, boosting));
+        if self.server.started() != was_started
+            || (was_started && self.server.period_end_ns() != was_end)
+        {
+            debug!("cpu {cpu}: t={:.3} server {} period ends {:.3}, delivered {:.3} ms (last period {:.3}, boosted {:.3}), debt {:.3} ms, starved since {:.3}",
+                   s.now_ns as f64 / 1e6, if self.server.started() { "serving" } else { "idle" },
+                   self.server.period_end_ns() as f64 / 1e6, self.server.delivered_ns(s) as f64 / 1e6, self.server.stats.last_period_delivered_ns as f64 / 1e6,
+                   self.server.stats.last_period_boosted_ns as f64 / 1e6, self.server.debt_ns() as f64 / 1e6, s.starved_since_ns as f64 / 1e6);
+        }
+        st
+    }
+
+    /// Arms the BPF side's kick for the next starvation, and says whether
+    /// to look again at once: a starvation that began after the sample and
+    /// before the kick was armed kicked nobody (BPF kicks only when it opens
+    /// one). At most one such look per wake-up, and only for a starvation
+    /// open now: an RT task that sleeps and wakes every millisecond would
+    /// otherwise keep a thread placed off the served CPU (kernel-cut mode)
+    /// stepping back to back.
+    fn look_again(&mut self, s: &Sample) -> bool {
+        let mut again = false;
+        if self.server.wants_starve_kick(s) {
+            self.view.arm_starve_kick(self.cpu);
+            let since = self.view.sample(self.cpu).0.starved_since_ns;
+            again = !self.looked_again && since != 0 && since != s.starved_since_ns;
+        }
+        self.looked_again = again;
+        again
+    }
+
+    /// Carries out a step's actions, restores first: the slot of a boost the
+    /// executor already cut is free once its restore is booked, for a boost
+    /// of this step. A boost that fails is counted and forgotten.
+    fn carry_out(&mut self, actions: Vec<Action>, s: &Sample, starts: &HashMap<u32, u64>) {
+        let cpu = self.cpu;
+        let (restores, boosts): (Vec<Action>, Vec<Action>) = actions
+            .into_iter()
+            .partition(|a| matches!(a, Action::Restore { .. }));
+        for a in restores.into_iter().chain(boosts) {
+            match a {
+                Action::Boost {
+                    pid,
+                    budget_ns,
+                    deadline_ns,
+                } => {
+                    debug!("cpu {cpu}: t={:.3} boost {pid}, share {:.3} ms, owed {:.3} ms, period ends in {:.3} ms",
+                           s.now_ns as f64 / 1e6, budget_ns as f64 / 1e6, self.server.owed_ns(s) as f64 / 1e6,
+                           (self.server.period_end_ns() as f64 - s.now_ns as f64) / 1e6);
+                    if let Err(e) =
+                        self.boost(pid, budget_ns, deadline_ns, starts.get(&pid).copied())
+                    {
+                        debug!("cpu {cpu}: boost of {pid} failed: {e:#}");
+                        self.view.forget_waiter(pid);
+                        self.counts.failed += 1;
+                        self.server.drop_boost(pid);
+                    }
+                }
+                Action::Restore { pid, why } => {
+                    debug!(
+                        "cpu {cpu}: t={:.3} restore {pid} ({why:?})",
+                        s.now_ns as f64 / 1e6
+                    );
+                    self.restore(pid);
+                }
+            }
+        }
+    }
+
+    /// Chooses what serves the CPU (`reach.rs`): SCHED_FIFO boosts while
+    /// they can preempt the task that holds it; after [`HANDOFF_AFTER_NS`] of
+    /// starvation under a task they cannot preempt (SCHED_FIFO/RR 98-99,
+    /// SCHED_DEADLINE), SCHED_DEADLINE boosts where the kernel admits them
+    /// for pinned tasks (sched_rt_runtime_us -1), else the kernel's
+    /// ext_server handed our budget, else nothing (warned); back to
+    /// SCHED_FIFO boosts a period after no such task held the CPU. Logs
+    /// each change once per such task. Returns when to step again while the
+    /// ext_server serves (our server stays idle meanwhile), None when our
+    /// server is to step.
+    fn hand_off(&mut self, s: &Sample, hi_running: bool, hi: HiTask) -> Option<u64> {
+        if self.forced_deadline {
+            return None;
+        }
+        let r = reach(hi.policy, hi.prio, self.dl_ok, self.ext.is_some());
+        let starving_ns = if s.starved_since_ns != 0 {
+            s.now_ns.saturating_sub(s.starved_since_ns)
+        } else {
+            0
+        };
+        let beyond_fifo = hi_running && r != Reach::Fifo;
+        if beyond_fifo {
+            self.unbeatable_at_ns = s.now_ns;
+        }
+        let period = self.fifo_cfg.period_ns;
+        self.handoff_check_ns = 0;
+        if self.reach == Reach::Fifo && beyond_fifo {
+            if starving_ns < HANDOFF_AFTER_NS {
+                self.handoff_check_ns = handoff_check_at(s.starved_since_ns);
+            } else {
+                self.announce(hi, r);
+                self.hand_to(r, s);
+            }
+        }
+        if self.reach != Reach::Fifo && s.now_ns.saturating_sub(self.unbeatable_at_ns) >= period {
+            self.hand_to(Reach::Fifo, s);
+            info!("cpu {}: SCHED_FIFO boosts serve the CPU again", self.cpu);
+        }
+        if self.reach == Reach::ExtServer {
+            // The main thread sets the ext_server runtime to 0 again after
+            // scx_floor was stopped: keep it handed over.
+            if self.ext_server_runtime_now() == Some(0) {
+                let _ = self.ext_server(true);
+            }
+        }
+        // Our server stays idle while the ext_server serves, or while
+        // nothing can: a boost could not preempt the task that holds the CPU.
+        matches!(self.reach, Reach::ExtServer | Reach::None)
+            .then(|| s.now_ns + (period / 4).max(10_000_000))
+    }
+
+    /// Logs, once each, that more tasks starved than the CPU's boost slots
+    /// take, and that the BPF waiters map refused waiters of this CPU
+    /// (both counted in the server table of `--stats`).
+    fn warn_limits_once(&mut self) {
+        if !self.warned_slots && self.server.stats.slots_full > 0 {
+            self.warned_slots = true;
+            warn!(
+                "cpu {}: more normal tasks starve here than scx_floor boosts at once ({MAX_BOOSTED}): \
+                 they take turns of at least {} ms, as many per period as the budget holds; one \
+                 that waits {} s makes the kernel eject scx_floor (slots_full in --stats counts \
+                 the steps that left tasks waiting for a slot)",
+                self.cpu,
+                crate::server::MIN_TURN_NS / 1_000_000,
+                crate::bpf_intf::floor_consts_FLOOR_WATCHDOG_TIMEOUT_MS / 1000
+            );
+        }
+        if self.warned_waiters {
+            return;
+        }
+        let dropped = self.view.waiters_dropped(self.cpu);
+        if dropped > 0 {
+            self.warned_waiters = true;
+            warn!(
+                "cpu {}: the BPF waiters map is full ({} entries): {dropped} waiting task(s) \
+                 of this CPU not listed; the /proc scan finds those of a starving CPU once a \
+                 second (waiters_dropped and lost_found in --stats)",
+                self.cpu,
+                crate::bpf_intf::floor_consts_FLOOR_MAX_WAITERS
+            );
+        }
+    }
+
+    /// Logs, once per task, that `hi` holds the CPU above SCHED_FIFO
+    /// boosts and what serves the CPU instead (`r`).
+    fn announce(&mut self, hi: HiTask, r: Reach) {
+        if hi.pid == self.warned_pid {
+            return;
+        }
+        self.warned_pid = hi.pid;
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", hi.pid))
+            .map(|c| c.trim().to_string())
+            .unwrap_or_else(|_| "?".into());
+        let what = match hi.policy {
+            boost::SCHED_DEADLINE => "SCHED_DEADLINE".to_string(),
+            boost::SCHED_RR => format!("SCHED_RR {}", hi.prio),
+            _ => format!("SCHED_FIFO {}", hi.prio),
+        };
+        let head = format!(
+            "cpu {}: task {} ({comm}) at {what} holds the CPU above every SCHED_FIFO boost of \
+             scx_floor (at most {})",
+            self.cpu,
+            hi.pid,
+            boost::MAX_BOOST_PRIO
+        );
+        match r {
+            Reach::Deadline => info!(
+                "{head}: SCHED_DEADLINE boosts serve the CPU while it runs \
+                 (kernel.sched_rt_runtime_us is -1)"
+            ),
+            Reach::ExtServer => warn!(
+                "{head}; SCHED_DEADLINE is refused for tasks pinned there while \
+                 kernel.sched_rt_runtime_us >= 0: the kernel's ext_server serves the CPU instead \
+                 while it runs (its budget ends at the tick); {}",
+                crate::reach::remedy()
+            ),
+            _ => warn!(
+                "{head}; SCHED_DEADLINE is refused for tasks pinned there while \
+                 kernel.sched_rt_runtime_us >= 0 and there is no ext_server in debugfs to hand \
+                 the CPU to: the CPU is NOT served while it runs; {}",
+                crate::reach::remedy()
+            ),
+        }
+    }
+
+    /// Switches what serves the CPU to `to`: the boosts made so far are
+    /// given back, the server starts idle with the configuration of the
+    /// new mechanism (kernel-cut for SCHED_DEADLINE boosts) and keeps its
+    /// statistics, the ext_server gets our budget or runtime 0.
+    fn hand_to(&mut self, to: Reach, s: &Sample) {
+        let tids: Vec<u32> = self.boosted.keys().copied().collect();
+        for tid in tids {
+            self.restore(tid);
+        }
+        if self.reach == Reach::ExtServer && to != Reach::ExtServer {
+            if let Err(e) = self.ext_server(false) {
+                warn!(
+                    "cpu {}: taking the budget back from the ext_server: {e:#}",
+                    self.cpu
+                );
+            }
+        }
+        let mut to = to;
+        if to == Reach::ExtServer {
+            if let Err(e) = self.ext_server(true) {
+                warn!(
+                    "cpu {}: handing the budget to the ext_server: {e:#}",
+                    self.cpu
+                );
+                to = Reach::None;
+            }
+        }
+        let (cfg, mode) = if to == Reach::Deadline {
+            (self.fifo_cfg.kernel_cut(), BoostMode::Deadline)
+        } else {
+            (self.fifo_cfg, self.base_mode)
+        };
+        let stats = std::mem::take(&mut self.server.stats);
+        self.server = CpuServer::idle(cfg, s);
+        self.server.stats = stats;
+        self.mode = mode;
+        self.reach = to;
+    }
+
+    /// Gives the kernel's ext_server of this CPU our budget and period
+    /// (`on`), or runtime 0 (journaled by [`Knobs`]).
+    fn ext_server(&self, on: bool) -> Result<()> {
+        let ext = self.ext.as_ref().context("no ext_server")?;
+        let c = self.fifo_cfg;
+        let Some(k) = ext.knobs else { return Ok(()) };
+        if on {
+            k.set(&ext.period, &c.period_ns.to_string())?;
+            k.set(&ext.runtime, &c.runtime_ns.to_string())
+        } else {
+            k.set(&ext.runtime, "0")
+        }
+    }
+
+    fn ext_server_runtime_now(&self) -> Option<u64> {
+        let ext = self.ext.as_ref().filter(|e| e.knobs.is_some())?;
+        std::fs::read_to_string(&ext.runtime)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Whether any task boosted here can still run (memory reads only).
+    fn any_boost_runnable(&self) -> bool {
+        self.boosted.iter().any(|(pid, (_, slot))| {
+            let (spid, _, blocked) = self.view.slot(*slot);
+            spid == *pid && !blocked
+        })
+    }
+
+    fn row(&self) -> ServerRow {
+        let s = &self.server.stats;
+        ServerRow {
+            cpu: self.cpu,
+            periods: s.periods,
+            delivered_ms: s.last_period_delivered_ns as f64 / 1e6,
+            boosted_ms: s.last_period_boosted_ns as f64 / 1e6,
+            boosts_deadline: self.counts.deadline,
+            boosts_fifo: self.counts.fifo,
+            boosts_failed: self.counts.failed,
+            handed_over: s.handed_over,
+            overrun_p99_us: s
+                .overrun
+                .quantile_upper_ns(0.99)
+                .map(|v| v.min(s.max_overrun_ns) as f64 / 1e3),
+            overrun_max_us: s.max_overrun_ns as f64 / 1e3,
+            overrun_count: s.overrun.total(),
+            steps: self.counts.steps,
+            step_mean_us: if self.counts.steps > 0 {
+                self.counts.step_ns as f64 / self.counts.steps as f64 / 1e3
+            } else {
+                0.0
+            },
+            step_max_us: self.counts.step_max_ns as f64 / 1e3,
+            debt_us: self.server.debt_ns() as f64 / 1e3,
+            by: self.reach.name(),
+            lost_found: self.counts.lost_found,
+            slots_full: s.slots_full,
+            waiters_dropped: self.view.waiters_dropped(self.cpu),
+            tasks: s.last_period_tasks,
+            min_share_ms: s.last_period_min_share_ns as f64 / 1e6,
+        }
+    }
+}
+
+/// The server of one served CPU: runs until `stop` or ejection, then
+/// restores what it boosted.
+///
+/// Two threads, both SCHED_FIFO 99. The planner (this one: sample, choose,
+/// journal) may run on any online housekeeping CPU (not `nohz_full=`; all
+/// online CPUs when every one is) and is placed by the kernel at each
+/// wake-up: a waking RT task whose CPU runs a pinned RT task, or one of
+/// higher or equal priority, goes to the CPU running the lowest-priority
+/// task (`select_task_rq_rt()`/`find_lowest_rq()`, kernel/sched/rt.c). That
+/// is a CPU no RT task holds only while there is one: on PREEMPT_RT with
+/// `irqaffinity=0`, CPU 0 often runs a FIFO 50 interrupt thread, and a
+/// nohz_full CPU under an RR 25 hog is then the lowest. Its steps cost
+/// 1-6 ms under TCG and were, when it ran on the served CPU, the RT task's
+/// longest gaps (S0). The executor (`executor.rs`), pinned to the served
+/// CPU, makes the SCHED_FIFO boosts there and ends them by a local timer. In kernel-cut and
+/// DEADLINE-only modes the kernel ends boosts and there is no executor.
+#[allow(clippy::too_many_arguments)]
+pub fn serve_cpu(
+    cpu: usize,
+    view: &BpfView,
+    cfg: &PolicyConfig,
+    sc: ServerConfig,
+    stop: &AtomicBool,
+    stop_fd: i32,
+    report: &Mutex<ServerRow>,
+    ext: ExtServer,
+    dl_ok: bool,
+) -> Result<()> {
+    let online = online_cpus()?;
+    agent_setup(view, &housekeeping_of(&online, &nohz_full_cpus()))?;
+    let exec = Executor::default();
+    let with_exec = cfg.boost_mode != BoostMode::Deadline;
+    std::thread::scope(|s| -> Result<()> {
+        let _stopper = StopOnDrop(&exec);
+        if with_exec {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let ex = &exec;
+            std::thread::Builder::new()
+                .name(format!("scx_floor-x/{cpu}"))
+                .spawn_scoped(s, move || {
+                    // SAFETY: plain syscall.
+                    ex.tid
+                        .store(unsafe { libc::gettid() } as u32, Ordering::Relaxed);
+                    let r = agent_setup(view, &[cpu]);
+                    // warm up the system call's path
+                    let _ = boost::get_attr(0);
+                    let ok = r.is_ok();
+                    let _ = tx.send(r);
+                    if ok {
+                        ex.run(view);
+                    }
+                })?;
+            rx.recv()
+                .context("the executor thread ended")?
+                .with_context(|| format!("the executor thread of CPU {cpu}"))?;
+        }
+        let p = PlannerArgs {
+            view,
+            cfg,
+            sc,
+            exec: with_exec.then_some(&exec),
+            online,
+            ext,
+            dl_ok,
+        };
+        plan_cpu(cpu, p, stop, stop_fd, report)
+    })
+}
+
+/// What a planner is started with, besides its CPU.
+struct PlannerArgs<'v> {
+    view: &'v BpfView,
+    cfg: &'v PolicyConfig,
+    sc: ServerConfig,
+    /// None in kernel-cut and DEADLINE-only modes
+    exec: Option<&'v Executor>,
+    online: Vec<usize>,
+    ext: ExtServer<'v>,
+    /// SCHED_DEADLINE boosts are admitted for pinned tasks
+    dl_ok: bool,
+}
+
+impl<'v> CpuAgent<'v> {
+    /// The planner of `cpu`, its server idle. Errors: the journal cannot be
+    /// opened.
+    fn new(cpu: usize, p: PlannerArgs<'v>) -> Result<Self> {
+        let forced_deadline = p.cfg.boost_mode == BoostMode::Deadline;
+        let ext_dir = std::path::Path::new(knobs::EXT_SERVER_DIR);
+        let (s, _, _) = p.view.sample(cpu);
+        let server_cfg = if forced_deadline && p.dl_ok {
+            p.sc.kernel_cut()
+        } else {
+            p.sc
+        };
+        Ok(CpuAgent {
+            cpu,
+            view: p.view,
+            mode: p.cfg.boost_mode,
+            server: CpuServer::idle(server_cfg, &s),
+            counts: BoostCounts::default(),
+            hi_prio: 0,
+            journal: Journal::open(&journal_path(&p.cfg.state_dir))?,
+            boosted: HashMap::new(),
+            free_slots: (0..MAX_BOOSTED)
+                .rev()
+                .map(|i| cpu * MAX_BOOSTED + i)
+                .collect(),
+            online: p.online,
+            looked_again: false,
+            last_scan_ns: 0,
+            exec: p.exec,
+            exec_ids: HashMap::new(),
+            posted: Vec::new(),
+            ending: Vec::new(),
+            ext: match p.ext {
+                ExtServer::Ours(k) => Some(Some(k)),
+                ExtServer::Kept => Some(None),
+                ExtServer::Absent => None,
+            }
+            .map(|k| ExtHandoff {
+                knobs: k,
+                runtime: knobs::ext_server_runtime(ext_dir, cpu),
+                period: knobs::ext_server_period(ext_dir, cpu),
+            }),
+            reach: if forced_deadline {
+                Reach::Deadline
+            } else {
+                Reach::Fifo
+            },
+            unbeatable_at_ns: 0,
+            warned_pid: 0,
+            warned_slots: false,
+            warned_waiters: false,
+            handoff_check_ns: 0,
+            fifo_cfg: p.sc,
+            base_mode: p.cfg.boost_mode,
+            dl_ok: p.dl_ok,
+            forced_deadline,
+        })
+    }
+
+    /// Warms up the paths a step takes (the BPF map lookup, /proc, the
+    /// journal pages, sched_*attr): their first call costs milliseconds in
+    /// a VM (cold page cache, first faults), and the first activation must
+    /// not.
+    fn warm_up(&mut self) {
+        let _ = waiters_of(
+            self.cpu,
+            self.view,
+            &self.online,
+            &mut HashMap::new(),
+            false,
+        );
+        let _ = runnable_on(self.cpu);
+        // SAFETY: plain syscall.
+        let _ = boost::stat_of(unsafe { libc::gettid() } as u32);
+        let _ = boost::get_attr(0);
+        let _ = self.journal.entries();
+    }
+
+    /// After a CPU hotplug event: reads the online CPUs again, lets the
+    /// planner run on any online housekeeping CPU (a new one included), and
+    /// pins the executor back to its CPU. The online set is re-read only
+    /// then: reading sysfs took 1.7 ms under TCG, and once per period it
+    /// delayed the activation step past the period's end.
+    fn follow_hotplug(&mut self) {
+        self.online = self
+            .view
+            .online_cpus()
+            .unwrap_or_else(|_| self.online.clone());
+        let hk = housekeeping_of(&self.online, &nohz_full_cpus());
+        if let Err(e) = pin_thread(0, &hk) {
+            warn!("CPU {}'s planner: pinning to CPUs {hk:?}: {e}", self.cpu);
+        }
+        if let Some(ex) = self.exec {
+            let tid = ex.tid.load(Ordering::Relaxed);
+            if tid != 0 {
+                repin_after_hotplug(tid, self.cpu, &self.online);
+            }
+        }
+    }
+
+    /// Publishes this planner's row for `--stats`, if the main thread is
+    /// not reading it now (never blocks).
+    fn publish(&self, report: &Mutex<ServerRow>) {
+        if let Ok(mut r) = report.try_lock() {
+            *r = self.row();
+        }
+    }
+}
+
+/// The planner's loop (see [`serve_cpu`]): steps the server at the times
+/// it asks for and when the BPF side wakes it (a starvation begins, a
+/// boosted task blocks, a CPU hotplug event), until `stop` or ejection;
+/// then restores what it boosted.
+fn plan_cpu(
+    cpu: usize,
+    p: PlannerArgs,
+    stop: &AtomicBool,
+    stop_fd: i32,
+    report: &Mutex<ServerRow>,
+) -> Result<()> {
+    let view = p.view;
+    let mut a = CpuAgent::new(cpu, p)?;
+    a.warm_up();
+    let wake = view.wake_ringbuf(cpu)?;
+    let mut rb = libbpf_rs::RingBufferBuilder::new();
+    rb.add(&wake, |_| 0)?;
+    let rb = rb.build()?;
+    let mut hotplug_seen = view.cpu_hotplug_events();
+    let mut parked = false;
+    while !stop.load(Ordering::Relaxed) && !view.exited() {
+        let t0 = monotonic_ns();
+        let hp = view.cpu_hotplug_events();
+        if hp != hotplug_seen {
+            hotplug_seen = hp;
+            a.follow_hotplug();
+        }
+        // An offline CPU has nothing to serve, and its counters stand still
+        // (a starvation opened before it went down stays open): stepping on
+        // them boosted again and again. Parked until a hotplug event (BPF
+        // kicks this thread at each) brings it back.
+        if !a.online.contains(&cpu) {
+            if !parked {
+                parked = true;
+                a.park_offline();
+                info!("CPU {cpu} is offline: its server is parked until it is back");
+            }
+            a.settle();
+            a.publish(report);
+            if sleep_until(monotonic_ns() + MAX_SLEEP_NS, &[rb.epoll_fd(), stop_fd]) {
+                let _ = rb.consume();
+            }
+            continue;
+        }
+        if parked {
+            parked = false;
+            info!("CPU {cpu} is online again: serving");
+        }
+        let next = a.step();
+        let took = monotonic_ns() - t0;
+        a.counts.steps += 1;
+        a.counts.step_ns += took;
+        a.counts.step_max_ns = a.counts.step_max_ns.max(took);
+        a.publish(report);
+        let mut deadline = next.min(monotonic_ns() + MAX_SLEEP_NS);
+        while sleep_until(deadline, &[rb.epoll_fd(), stop_fd]) {
+            let _ = rb.consume();
+            // A boosted task blocked. While another boosted task can run,
+            // the kernel has already handed it the CPU: the share of the one
+            // that blocked is redistributed at the next timed step. Only when
+            // none can run is a step needed now (to boost the next waiters).
+            if !a.server.started() || !a.any_boost_runnable() {
+                break;
+            }
+            deadline = deadline.max(monotonic_ns());
+        }
+    }
+    a.restore_all();
+    *report.lock().unwrap_or_else(|e| e.into_inner()) = a.row();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A /proc/PID/stat line: `comm`, state, flags (field 9), nice (19),
+    /// start (22), processor (39), policy (41).
+    fn stat_line(
+        comm: &str,
+        state: char,
+        flags: u64,
+        nice: i32,
+        cpu: usize,
+        policy: u32,
+    ) -> String {
+        let mut f: Vec<String> = (3..=52).map(|_| "0".to_string()).collect();
+        f[0] = state.to_string();
+        f[9 - 3] = flags.to_string();
+        f[19 - 3] = nice.to_string();
+        f[22 - 3] = "4242".into();
+        f[39 - 3] = cpu.to_string();
+        f[41 - 3] = policy.to_string();
+        format!("1234 ({comm}) {}", f.join(" "))
+    }
+
+    #[test]
+    fn runnable_waiter_from_proc_stat() {
+        let w = parse_runnable_waiter(&stat_line("a b) c", 'R', 0, 0, 1, 0), 1).unwrap();
+        assert_eq!(
+            (w.cpu, w.weight, w.kthread, w.start_ticks),
+            (1, 100, 0, 4242)
+        );
+        // nice 19 and -20 by the kernel's ratio (sched_prio_to_weight 15 and
+        // 88761 of 1024 at nice 0: 1.5 and 8668 in sched_ext's scale)
+        let w = parse_runnable_waiter(&stat_line("k", 'R', 0x0020_0040, 19, 1, 0), 1).unwrap();
+        assert_eq!((w.weight, w.kthread), (1, 1));
+        let w = parse_runnable_waiter(&stat_line("n", 'R', 0, -20, 1, 3), 1).unwrap();
+        assert!((8600..=8700).contains(&w.weight), "{}", w.weight);
+        // sleeping, another CPU, RT and DEADLINE policies: not waiters here
+        assert!(parse_runnable_waiter(&stat_line("s", 'S', 0, 0, 1, 0), 1).is_none());
+        assert!(parse_runnable_waiter(&stat_line("o", 'R', 0, 0, 0, 0), 1).is_none());
+        assert!(parse_runnable_waiter(&stat_line("f", 'R', 0, 0, 1, 1), 1).is_none());
+        assert!(parse_runnable_waiter(&stat_line("d", 'R', 0, 0, 1, 6), 1).is_none());
+        assert!(parse_runnable_waiter("garbage", 1).is_none());
+    }
+
+    #[test]
+    fn handoff_look_only_while_starving() {
+        // nothing starving: no look (a time of 0 + 100 ms lies in the past)
+        assert_eq!(handoff_check_at(0), 0);
+        let since = 5_000_000_000;
+        assert_eq!(handoff_check_at(since), since + HANDOFF_AFTER_NS);
+    }
+}

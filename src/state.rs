@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The state directory, /run/scx_floor: root-only, on tmpfs, gone at reboot.
+//! It holds the lock that keeps one scx_floor (or the guardian of one that
+//! exited) at a time, the boost journal (`boosted.v2.journal`, written by
+//! `boost.rs`) and the knob journal (`knobs/`, written by `knobs.rs`). The
+//! guardian (`guard.rs`) and the next start replay both journals.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// Where the journals live: root-only, gone at reboot (tmpfs).
+pub const STATE_DIR: &str = "/run/scx_floor";
+
+/// The journal of boosted tasks under `state_dir`.
+pub fn journal_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("boosted.v2.journal")
+}
+
+/// The boost journal of scx_floor versions before the boost's attributes
+/// were journaled (32-byte records), replayed once at start by
+/// [`boost::replay_legacy`].
+pub fn legacy_journal_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("boosted.journal")
+}
+
+/// The journal of kernel knobs under `state_dir`.
+pub fn knobs_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("knobs")
+}
+
+/// Creates `dir` (and parents) readable and writable by root only.
+pub fn private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    Ok(())
+}
+
+/// Writes `data` to `path` atomically, mode 0600: a new temporary file in
+/// the same directory (a random name, created with O_EXCL by `tempfile`,
+/// so that a file or symlink planted there by another user is never opened),
+/// then renamed over `path` (a symlink at `path` is replaced, not followed).
+/// Errors: the directory is not writable, or the rename fails.
+pub fn write_atomic(path: &Path, data: &str) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut f = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    f.write_all(data.as_bytes())
+        .with_context(|| format!("writing {}", f.path().display()))?;
+    f.persist(path)
+        .with_context(|| format!("renaming into {}", path.display()))?;
+    Ok(())
+}
+
+/// Takes `dir`/lock and holds it for the life of the process (its guardian
+/// inherits it, [`crate::guard::spawn`]): one scx_floor at a time, and none
+/// while an earlier one's guardian restores. Held by someone else, the lock
+/// is tried every 50 ms for up to `wait_ms`; nothing has changed before it is
+/// taken. Errors: the directory cannot be made private, or the lock is still
+/// held after the wait.
+pub fn lock_state_dir(dir: &Path, wait_ms: u64) -> Result<fs::File> {
+    use std::os::fd::AsRawFd;
+    private_dir(dir)?;
+    let f = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("lock"))?;
+    let t0 = std::time::Instant::now();
+    let mut told = false;
+    // SAFETY: flock on our own fd.
+    while unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let waited = t0.elapsed().as_millis() as u64;
+        if waited >= wait_ms {
+            anyhow::bail!(
+                "another scx_floor, or the guardian (scx-floor-guard) of one that exited, \
+                 has held {}/lock for {waited} ms",
+                dir.display()
+            );
+        }
+        if !told {
+            log::info!(
+                "waiting for {}/lock (up to {wait_ms} ms): another scx_floor, or the \
+                 guardian of one that exited and is still restoring, holds it",
+                dir.display()
+            );
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_atomic_replaces_a_planted_symlink_and_sets_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        // the old fixed temporary name, and the target, planted as symlinks
+        let out = dir.path().join("stats.json");
+        std::os::unix::fs::symlink(&victim, dir.path().join("stats.tmp")).unwrap();
+        std::os::unix::fs::symlink(&victim, &out).unwrap();
+        write_atomic(&out, "{}").unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(fs::read_to_string(&out).unwrap(), "{}");
+        assert!(!fs::symlink_metadata(&out).unwrap().file_type().is_symlink());
+        // a file created beforehand with another mode ends up 0600
+        let pre = dir.path().join("pre.json");
+        fs::write(&pre, "x").unwrap();
+        fs::set_permissions(&pre, fs::Permissions::from_mode(0o644)).unwrap();
+        write_atomic(&pre, "y").unwrap();
+        let mode = fs::metadata(&pre).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        // a directory that does not exist: an error, nothing written
+        assert!(write_atomic(Path::new("/nonexistent-dir/x.json"), "z").is_err());
+    }
+}

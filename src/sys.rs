@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Thin wrappers over the system calls and sysfs files the policy loop's
+//! threads use: the clock, the CPU sets, real-time set-up and pinning, the
+//! sleep that a stop eventfd ends, and locking memory.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+use log::warn;
+
+/// CLOCK_MONOTONIC now, ns: the clock of bpf_ktime_get_ns().
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CPUs online now (`/sys/devices/system/cpu/online`).
+pub fn online_cpus() -> Result<Vec<usize>> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .context("reading /sys/devices/system/cpu/online")?;
+    scx_utils::read_cpulist(s.trim())
+}
+
+/// The CPUs booted `nohz_full=` (`/sys/devices/system/cpu/nohz_full`): none
+/// when the file is missing, empty or reads "(null)" (the kernel's text when
+/// no CPU is nohz_full).
+pub fn nohz_full_cpus() -> Vec<usize> {
+    std::fs::read_to_string("/sys/devices/system/cpu/nohz_full")
+        .ok()
+        .and_then(|s| scx_utils::read_cpulist(s.trim()).ok())
+        .unwrap_or_default()
+}
+
+/// The housekeeping CPUs among `online`: those not in `nohz_full`, as the
+/// kernel's own housekeeping (unbound workqueues, timers, RCU callbacks)
+/// moves off `nohz_full=` CPUs. `online` itself when every online CPU is
+/// nohz_full, so that the result is never empty while `online` is not.
+pub fn housekeeping_of(online: &[usize], nohz_full: &[usize]) -> Vec<usize> {
+    let hk: Vec<usize> = online
+        .iter()
+        .copied()
+        .filter(|c| !nohz_full.contains(c))
+        .collect();
+    if hk.is_empty() {
+        online.to_vec()
+    } else {
+        hk
+    }
+}
+
+/// Pins thread `tid` (0: the caller) to `cpus` (`sched_setaffinity()`).
+/// Errors: the kernel's (EINVAL when none of `cpus` is online, ESRCH when
+/// `tid` is gone).
+pub fn pin_thread(tid: u32, cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is plain data.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: plain syscall on a valid cpu_set_t.
+    if unsafe { libc::sched_setaffinity(tid as i32, std::mem::size_of::<libc::cpu_set_t>(), &set) }
+        != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Pins a thread of ours that serves one CPU back to that CPU after a CPU
+/// hotplug event (the `nr_cpu_hotplug` count changed). Taking a CPU offline
+/// breaks the affinity of the tasks pinned to it (the kernel moves them to
+/// any allowed CPU, "no longer affine to cpuN"), and bringing it back does not
+/// restore it. Returns whether the thread is pinned to `cpu` now.
+pub fn repin_after_hotplug(tid: u32, cpu: usize, online: &[usize]) -> bool {
+    if !online.contains(&cpu) {
+        return false;
+    }
+    match pin_thread(tid, &[cpu]) {
+        Ok(()) => true,
+        Err(e) => {
+            warn!("pinning thread {tid} back to CPU {cpu} after a CPU hotplug event: {e}");
+            false
+        }
+    }
+}
+
+/// Sleeps until `t_ns` (CLOCK_MONOTONIC) or until one of `fds` becomes
+/// readable, whichever comes first; returns whether `fds[0]` did. ppoll()
+/// takes a nanosecond timeout, and an RT task's poll timeout has no slack.
+/// `u64::MAX` waits for the fds alone.
+pub fn sleep_until(t_ns: u64, fds: &[i32; 2]) -> bool {
+    let now = monotonic_ns();
+    if t_ns <= now {
+        return false;
+    }
+    let d = t_ns - now;
+    let ts = libc::timespec {
+        tv_sec: (d / 1_000_000_000) as i64,
+        tv_nsec: (d % 1_000_000_000) as i64,
+    };
+    let tsp = if t_ns == u64::MAX {
+        std::ptr::null()
+    } else {
+        &ts as *const libc::timespec
+    };
+    let mut pfd = [
+        libc::pollfd {
+            fd: fds[0],
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: fds[1],
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // SAFETY: two valid pollfds; EINTR just ends the sleep early.
+    let n = unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, tsp, std::ptr::null()) };
+    n > 0 && pfd[0].revents != 0
+}
+
+/// An eventfd that tells the server threads to stop.
+pub struct StopFd(pub i32);
+
+impl StopFd {
+    pub fn new() -> Result<Self> {
+        // SAFETY: plain syscall.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            anyhow::bail!("eventfd: {}", std::io::Error::last_os_error());
+        }
+        Ok(StopFd(fd))
+    }
+    pub fn fire(&self) {
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes to our eventfd.
+        unsafe { libc::write(self.0, &one as *const u64 as *const libc::c_void, 8) };
+    }
+}
+
+/// Stops the server and slice-end threads when dropped: sets the flag and
+/// fires the eventfd they poll.
+pub struct StopOnExit<'a>(pub &'a AtomicBool, pub &'a StopFd);
+
+impl Drop for StopOnExit<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        self.1.fire();
+    }
+}
+
+impl Drop for StopFd {
+    fn drop(&mut self) {
+        // SAFETY: our fd.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// Locks all of scx_floor's memory, present and future
+/// (`mlockall(MCL_CURRENT | MCL_FUTURE)`): the server threads must never wait
+/// for a page fault while an RT task holds their CPU. Called before the BPF
+/// scheduler is attached: in a fresh boot, faulting the binary in over the
+/// VM's 9p root took over a second, and a hog started as soon as sched_ext
+/// reported "enabled" starved its CPU for 1.2-2.4 s before the server thread
+/// ran. A failure is a warning (the servers still run, with that risk).
+pub fn lock_memory() {
+    // SAFETY: plain syscall.
+    if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
+        warn!(
+            "mlockall: {} (the server threads may page-fault)",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn housekeeping_leaves_out_nohz_full_cpus() {
+        assert_eq!(housekeeping_of(&[0, 1, 2, 3], &[1, 3]), vec![0, 2]);
+        assert_eq!(housekeeping_of(&[0, 1], &[]), vec![0, 1]);
+        // a nohz_full CPU that is offline changes nothing
+        assert_eq!(housekeeping_of(&[0, 1], &[5]), vec![0, 1]);
+    }
+
+    #[test]
+    fn housekeeping_is_never_empty() {
+        assert_eq!(housekeeping_of(&[1, 2], &[1, 2]), vec![1, 2]);
+    }
+}
