@@ -918,15 +918,16 @@ void BPF_STRUCT_OPS(floor_stopping, struct task_struct *p, bool runnable)
 static __always_inline bool starve_guard(s32 cpu)
 {
 	struct floor_cpu_stat *st;
+	u32 idx = cpu, n;
 	u64 now, limit;
-	u32 n;
 
-	if (cpu < 0 || cpu >= FLOOR_MAX_CPUS)
+	/* Unsigned: a negative cpu fails too, and the index is zero-extended. */
+	if (idx >= FLOOR_MAX_CPUS)
 		return false;
 	now = bpf_ktime_get_ns();
-	if (now - starve_scan_ns[cpu] < FLOOR_STARVE_SCAN_MS * 1000000ULL)
+	if (now - starve_scan_ns[idx] < FLOOR_STARVE_SCAN_MS * 1000000ULL)
 		return false;
-	starve_scan_ns[cpu] = now;
+	starve_scan_ns[idx] = now;
 	limit = starve_jiffies(now);
 	if (!limit)
 		return false;
