@@ -46,13 +46,11 @@ pub fn read_state(root: &Path) -> ScxState {
     parse_state(state.as_deref().or(Some("unknown")), ops.as_deref())
 }
 
-/// Fails unless `euid` is root.
-pub fn require_root(euid: u32) -> Result<()> {
+/// Fails unless `euid` is root; the error says "must run as root: " and
+/// then `why` (what the tool does that needs it, and how to run it).
+pub fn require_root(euid: u32, why: &str) -> Result<()> {
     if euid != 0 {
-        bail!(
-            "must run as root: loading a BPF scheduler needs CAP_SYS_ADMIN and CAP_BPF, and the \
-             bandwidth server changes other tasks' policies (try: sudo scx_floor ...)"
-        );
+        bail!("must run as root: {why}");
     }
     Ok(())
 }
@@ -173,8 +171,9 @@ mod tests {
 
     #[test]
     fn errors_name_the_cause() {
-        assert!(require_root(0).is_ok());
-        assert!(require_root(1000).unwrap_err().to_string().contains("root"));
+        assert!(require_root(0, "x").is_ok());
+        let e = require_root(1000, "it loads a BPF scheduler").unwrap_err();
+        assert_eq!(e.to_string(), "must run as root: it loads a BPF scheduler");
         assert!(require_scx_free(&ScxState::Disabled).is_ok());
         let e = require_scx_free(&ScxState::Unsupported)
             .unwrap_err()

@@ -3,26 +3,22 @@
 //! guaranteed bandwidth floor under real-time hogs and ends every slice on
 //! time with a per-CPU hrtimer. See docs/design.md for the design.
 
+use scx_floor::{bpf_intf, checks, hist, slice, stats, sys};
+
 mod boost;
-mod bpf_intf;
 mod bpf_skel;
-mod checks;
 mod config;
 mod dlbw;
 mod executor;
 mod guard;
-mod hist;
 mod knobs;
 mod planner;
 mod policy;
 mod reach;
 mod sched;
 mod server;
-mod slice;
 mod slicer;
 mod state;
-mod stats;
-mod sys;
 
 use std::mem::MaybeUninit;
 use std::path::Path;
@@ -268,7 +264,11 @@ const LOCK_WAIT_MS: u64 = knobs::BUSY_RETRY_MS + 5_000;
 fn preflight(opts: &Opts) -> Result<(Option<server::ServerConfig>, slice::SliceMode, Vec<usize>)> {
     let server = server_config(opts)?;
     let slice = slice_mode(opts)?;
-    checks::require_root(unsafe { libc::geteuid() })?;
+    checks::require_root(
+        unsafe { libc::geteuid() },
+        "loading a BPF scheduler needs CAP_SYS_ADMIN and CAP_BPF, and the bandwidth server \
+         changes other tasks' policies (try: sudo scx_floor ...)",
+    )?;
     checks::require_scx_free(&checks::read_state(Path::new(checks::SCX_SYSFS)))?;
     if let Ok(cmdline) = std::fs::read_to_string("/proc/cmdline") {
         checks::require_no_isolcpus(&cmdline)?;
@@ -391,7 +391,9 @@ fn run(opts: Opts) -> Result<()> {
     let cfg = sched_config(&opts, &pre.1);
     let mut pcfg = policy_config(&opts, pre, state_dir, &guardian);
     if pcfg.server.is_some() {
-        sys::lock_memory();
+        if let Err(e) = sys::lock_memory() {
+            log::warn!("mlockall: {e} (the server threads may page-fault)");
+        }
     }
     // Raised before the BPF scheduler attaches and put back after it is
     // detached (declared first: dropped last, on every path).

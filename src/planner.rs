@@ -889,7 +889,7 @@ impl<'v> CpuAgent<'v> {
             },
             step_max_us: self.counts.step_max_ns as f64 / 1e3,
             debt_us: self.server.debt_ns() as f64 / 1e3,
-            by: self.reach.name(),
+            by: std::borrow::Cow::Borrowed(self.reach.name()),
             lost_found: self.counts.lost_found,
             slots_full: s.slots_full,
             waiters_dropped: self.view.waiters_dropped(self.cpu),

@@ -3,11 +3,13 @@
 //! and the `--stats` report.
 
 use crate::hist::Hist;
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 /// One CPU's counters at one instant (`struct floor_cpu_stat`, bpf/intf.h).
 /// Times in ns; every counter only grows.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuCounters {
     /// ns run by normal tasks, boosted runs included
     pub normal_runtime_ns: u64,
@@ -234,6 +236,36 @@ mod tests {
     }
 
     #[test]
+    fn the_stats_document_reads_back_as_written() {
+        let mut c = counters(50_000_000, 7);
+        c.runlen.record(500_000);
+        c.runlen.record(600_000);
+        let row = ServerRow {
+            cpu: 1,
+            by: Cow::Borrowed("fifo"),
+            delivered_ms: 50.1,
+            ..Default::default()
+        };
+        let mode = crate::slice::SliceMode::Latency {
+            latency_ns: 1_000_000,
+            min_ns: 400_000,
+        };
+        let doc = StatsDoc::new(42, &mode, vec![(1, c.clone())], vec![row.clone()]);
+        let text = serde_json::to_string_pretty(&doc).unwrap();
+        let back: StatsDoc = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.slice_mode, "latency");
+        assert_eq!((back.slice_ns, back.min_slice_ns), (1_000_000, 400_000));
+        assert_eq!(back.cpus.len(), 1);
+        assert_eq!(back.cpus[0].counters, c);
+        assert_eq!(back.cpus[0].runlen, HistSummary::of(&c.runlen));
+        assert_eq!(back.server, vec![row]);
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            serde_json::to_value(&doc).unwrap()
+        );
+    }
+
+    #[test]
     fn rates_over_an_interval() {
         let a = counters(1_000_000_000, 10);
         let mut b = counters(1_050_000_000, 110);
@@ -283,7 +315,7 @@ mod tests {
 
 /// Summary of a histogram for the JSON output: count and quantiles (bucket
 /// upper bounds, ns: at most 25% above the true value).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HistSummary {
     /// values recorded
     pub count: u64,
@@ -314,7 +346,7 @@ impl HistSummary {
 }
 
 /// One CPU in `--stats-json`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CpuDoc {
     /// CPU number
     pub cpu: usize,
@@ -329,14 +361,14 @@ pub struct CpuDoc {
 
 /// The `--stats-json` document (`serde_json`, pretty-printed). Schema
 /// version 1; all times in ns unless the name says otherwise.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StatsDoc {
     /// schema version
     pub version: u32,
     /// CLOCK_MONOTONIC of the snapshot, ns
     pub time_ns: u64,
     /// "fixed" or "latency"
-    pub slice_mode: &'static str,
+    pub slice_mode: Cow<'static, str>,
     /// fixed slice, or the latency target, ns
     pub slice_ns: u64,
     /// minimum slice in latency mode, ns (0 in fixed mode)
@@ -365,7 +397,7 @@ impl StatsDoc {
         StatsDoc {
             version: 1,
             time_ns,
-            slice_mode,
+            slice_mode: Cow::Borrowed(slice_mode),
             slice_ns,
             min_slice_ns,
             hist_bucket_lo_ns: (0..crate::hist::BUCKETS)
@@ -386,7 +418,7 @@ impl StatsDoc {
 }
 
 /// What one CPU's bandwidth server did (the `--stats` server table).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerRow {
     /// CPU number
     pub cpu: usize,
@@ -424,7 +456,7 @@ pub struct ServerRow {
     /// (SCHED_DEADLINE boosts), "ext" (the kernel's ext_server, handed the
     /// budget while a task no boost can preempt holds the CPU), "none"
     /// (nothing can preempt it: not served)
-    pub by: &'static str,
+    pub by: Cow<'static, str>,
     /// runnable normal tasks found on the CPU through /proc that the BPF
     /// waiters map lacked (see `runnable_on()` in planner.rs)
     pub lost_found: u64,

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{Context, Result};
 use log::warn;
 
-/// CLOCK_MONOTONIC now, ns: the clock of bpf_ktime_get_ns().
+/// CLOCK_MONOTONIC now, ns: the clock of bpf_ktime_get_ns(). Inlined: the
+/// A/B harness's clock probe reads it in a tight loop.
+#[inline]
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -31,9 +33,14 @@ pub fn online_cpus() -> Result<Vec<usize>> {
 /// no CPU is nohz_full).
 pub fn nohz_full_cpus() -> Vec<usize> {
     std::fs::read_to_string("/sys/devices/system/cpu/nohz_full")
-        .ok()
-        .and_then(|s| scx_utils::read_cpulist(s.trim()).ok())
+        .map(|s| parse_nohz_full(&s))
         .unwrap_or_default()
+}
+
+/// The CPUs of `/sys/devices/system/cpu/nohz_full`'s text `s`: none for
+/// "(null)", an empty text, or anything that is not a CPU list.
+pub fn parse_nohz_full(s: &str) -> Vec<usize> {
+    scx_utils::read_cpulist(s.trim()).unwrap_or_default()
 }
 
 /// The housekeeping CPUs among `online`: those not in `nohz_full`, as the
@@ -162,26 +169,33 @@ impl Drop for StopFd {
     }
 }
 
-/// Locks all of scx_floor's memory, present and future
-/// (`mlockall(MCL_CURRENT | MCL_FUTURE)`): the server threads must never wait
-/// for a page fault while an RT task holds their CPU. Called before the BPF
-/// scheduler is attached: in a fresh boot, faulting the binary in over the
-/// VM's 9p root took over a second, and a hog started as soon as sched_ext
-/// reported "enabled" starved its CPU for 1.2-2.4 s before the server thread
-/// ran. A failure is a warning (the servers still run, with that risk).
-pub fn lock_memory() {
+/// Locks the calling process's memory, present and future
+/// (`mlockall(MCL_CURRENT | MCL_FUTURE)`), so that its real-time threads
+/// never wait for a page fault while an RT task holds their CPU. The
+/// scheduler calls it before the BPF scheduler is attached: in a fresh boot,
+/// faulting the binary in over the VM's 9p root took over a second, and a
+/// hog started as soon as sched_ext reported "enabled" starved its CPU for
+/// 1.2-2.4 s before the server thread ran. Errors: the `mlockall` error
+/// (EPERM without CAP_IPC_LOCK, ENOMEM beyond RLIMIT_MEMLOCK).
+pub fn lock_memory() -> std::io::Result<()> {
     // SAFETY: plain syscall.
     if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
-        warn!(
-            "mlockall: {} (the server threads may page-fault)",
-            std::io::Error::last_os_error()
-        );
+        return Err(std::io::Error::last_os_error());
     }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nohz_full_lists() {
+        assert_eq!(parse_nohz_full("1\n"), vec![1]);
+        assert_eq!(parse_nohz_full("1-3"), vec![1, 2, 3]);
+        assert!(parse_nohz_full("(null)\n").is_empty());
+        assert!(parse_nohz_full("").is_empty());
+    }
 
     #[test]
     fn housekeeping_leaves_out_nohz_full_cpus() {

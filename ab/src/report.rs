@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Rows of the A/B table, ratios to stock, and the Markdown table. Pure.
 
+use scx_floor::stats::StatsDoc;
 use serde::Serialize;
 
 /// One measurement: a scenario under a configuration.
@@ -67,18 +68,14 @@ pub fn ratio(value: Option<f64>, stock: Option<f64>, kind: RatioKind) -> Option<
 
 /// From scx_floor's `--stats-json` document, its own (BPF) run-length
 /// summary of `cpu` as "p50 / p99 ms (count runs)", if there.
-pub fn floor_runlen(stats: &serde_json::Value, cpu: usize) -> Option<String> {
-    let c = stats["cpus"]
-        .as_array()?
-        .iter()
-        .find(|c| c["cpu"].as_u64() == Some(cpu as u64))?;
-    let r = &c["runlen"];
-    let ms = |k: &str| r[k].as_f64().map(|v| fmt_num(v / 1e6));
+pub fn floor_runlen(stats: &StatsDoc, cpu: usize) -> Option<String> {
+    let r = &stats.cpus.iter().find(|c| c.cpu == cpu)?.runlen;
+    let ms = |v: Option<u64>| v.map(|v| fmt_num(v as f64 / 1e6));
     Some(format!(
         "scx_floor's BPF histogram: p50 {} / p99 {} ms ({} runs)",
-        ms("p50_ns")?,
-        ms("p99_ns")?,
-        r["count"].as_u64()?
+        ms(r.p50_ns)?,
+        ms(r.p99_ns)?,
+        r.count
     ))
 }
 
@@ -182,6 +179,7 @@ pub fn utc_string(unix_s: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scx_floor::stats::{CpuDoc, HistSummary};
 
     fn row(sc: &str, cfg: &str, v: Option<f64>, k: RatioKind) -> Row {
         Row {
@@ -241,15 +239,40 @@ mod tests {
 
     #[test]
     fn floor_runlen_from_stats_json() {
-        let doc = serde_json::json!({"cpus": [
-            {"cpu": 0, "runlen": {"count": 5, "p50_ns": 1_000_000, "p99_ns": 2_000_000}},
-            {"cpu": 1, "runlen": {"count": 9000, "p50_ns": 524_288, "p99_ns": 655_360}}]});
+        let cpu = |cpu, count, p50, p99| CpuDoc {
+            cpu,
+            counters: Default::default(),
+            runlen: HistSummary {
+                count,
+                p50_ns: Some(p50),
+                p99_ns: Some(p99),
+                ..Default::default()
+            },
+            overshoot: Default::default(),
+        };
+        let doc = StatsDoc {
+            version: 1,
+            time_ns: 0,
+            slice_mode: "fixed".into(),
+            slice_ns: 500_000,
+            min_slice_ns: 0,
+            hist_bucket_lo_ns: Vec::new(),
+            cpus: vec![
+                cpu(0, 5, 1_000_000, 2_000_000),
+                cpu(1, 9000, 524_288, 655_360),
+            ],
+            server: Vec::new(),
+        };
         assert_eq!(
             floor_runlen(&doc, 1).unwrap(),
             "scx_floor's BPF histogram: p50 0.524 / p99 0.655 ms (9000 runs)"
         );
         assert_eq!(floor_runlen(&doc, 2), None);
-        assert_eq!(floor_runlen(&serde_json::json!({}), 1), None);
+        let none = StatsDoc {
+            cpus: Vec::new(),
+            ..doc.clone()
+        };
+        assert_eq!(floor_runlen(&none, 1), None);
     }
 
     #[test]

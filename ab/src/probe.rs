@@ -14,15 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 /// CLOCK_MONOTONIC, ns.
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use scx_floor::sys::monotonic_ns as now_ns;
 
 /// Spin until `secs` have passed (a hog that cannot outlive its deadline).
 pub fn hog(secs: f64) {

@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use scx_floor::checks::{self, ScxState};
 
 /// Where sched_ext shows its state.
-pub const SCX: &str = "/sys/kernel/sched_ext";
+pub const SCX: &str = checks::SCX_SYSFS;
 /// debugfs' scheduler directory (fair_server, ext_server, base_slice_ns).
 pub const DEBUG_SCHED: &str = "/sys/kernel/debug/sched";
 /// The sysctl directory (kernel/sched_rt_runtime_us).
@@ -67,17 +68,7 @@ fn set_affinity_raw(pid: i32, cpus: &[usize]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Lock the calling process's memory, present and future
-/// (`mlockall(MCL_CURRENT | MCL_FUTURE)`), so that it never waits for a page
-/// fault. Errors: the `mlockall` error (EPERM without CAP_IPC_LOCK, ENOMEM
-/// beyond RLIMIT_MEMLOCK).
-pub fn lock_memory() -> std::io::Result<()> {
-    // SAFETY: plain system call.
-    if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
+pub use scx_floor::sys::{lock_memory, online_cpus};
 
 /// Make the calling process the controller: pinned to `cpu`, SCHED_FIFO 99,
 /// memory locked, so that it keeps running above every hog it starts.
@@ -503,7 +494,7 @@ pub fn osnoise_end() -> Vec<String> {
 /// missing or says "(null)"), and the file's text.
 pub fn nohz_full_cpus() -> (Vec<usize>, String) {
     let raw = read_knob(Path::new(NOHZ_FULL)).unwrap_or_else(|_| "missing".into());
-    (crate::parse::nohz_full(&raw), raw)
+    (scx_floor::sys::parse_nohz_full(&raw), raw)
 }
 
 /// Undo everything: kill the workloads, stop scx_floor (SIGINT, then
@@ -532,28 +523,23 @@ pub fn cleanup() -> Vec<String> {
     errs
 }
 
-/// Online CPUs.
-pub fn online_cpus() -> Result<Vec<usize>> {
-    crate::parse::cpulist(&read_knob(Path::new("/sys/devices/system/cpu/online"))?)
-}
-
 /// Checks before the harness touches anything: root, sched_ext, no
 /// scheduler loaded, debugfs (mounted here if it is not), 2 online CPUs.
 pub fn preflight() -> Result<Vec<usize>> {
     // SAFETY: plain system call.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("must run as root: it loads a BPF scheduler, starts RT tasks and writes debugfs knobs (try sudo)");
-    }
-    if !Path::new(SCX).exists() {
-        bail!(
+    checks::require_root(
+        unsafe { libc::geteuid() },
+        "it loads a BPF scheduler, starts RT tasks and writes debugfs knobs (try sudo)",
+    )?;
+    match checks::read_state(Path::new(SCX)) {
+        ScxState::Unsupported => bail!(
             "this kernel has no sched_ext ({SCX} missing): it needs CONFIG_SCHED_CLASS_EXT=y (kernel {})",
             kernel_release()
-        );
-    }
-    let st = scx_state();
-    if st != "disabled" {
-        let ops = read_knob(&Path::new(SCX).join("root/ops")).unwrap_or_default();
-        bail!("a sched_ext scheduler is already loaded (state {st}, ops '{ops}'): stop it first");
+        ),
+        ScxState::Disabled => {}
+        ScxState::Loaded { state, ops } => bail!(
+            "a sched_ext scheduler is already loaded (state {state}, ops '{ops}'): stop it first"
+        ),
     }
     if !Path::new(DEBUG_SCHED).exists() {
         let ok = Command::new("mount")

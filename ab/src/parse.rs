@@ -150,36 +150,6 @@ pub fn cyclictest(out: &str) -> Result<Latency> {
     })
 }
 
-/// A CPU list as the kernel prints it ("0-3,5"), as CPU numbers.
-pub fn cpulist(s: &str) -> Result<Vec<usize>> {
-    let mut v = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a, b),
-            None => (part, part),
-        };
-        let (a, b): (usize, usize) = (
-            a.trim()
-                .parse()
-                .with_context(|| format!("cpu list '{s}'"))?,
-            b.trim()
-                .parse()
-                .with_context(|| format!("cpu list '{s}'"))?,
-        );
-        if b < a {
-            bail!("cpu list '{s}': range {a}-{b} goes backwards");
-        }
-        v.extend(a..=b);
-    }
-    Ok(v)
-}
-
-/// /sys/devices/system/cpu/nohz_full's CPUs: none for "(null)" (no
-/// nohz_full= at boot), an empty file or anything that is not a CPU list.
-pub fn nohz_full(s: &str) -> Vec<usize> {
-    cpulist(s).unwrap_or_default()
-}
-
 /// Text without terminal escape sequences: ESC [ ... letter (colours), and
 /// ESC followed by one character (ESC c, the reset rtla prints before each
 /// refresh).
@@ -357,14 +327,6 @@ mod tests {
     }
 
     #[test]
-    fn nohz_full_lists() {
-        assert_eq!(nohz_full("1\n"), vec![1]);
-        assert_eq!(nohz_full("1-3"), vec![1, 2, 3]);
-        assert!(nohz_full("(null)\n").is_empty());
-        assert!(nohz_full("").is_empty());
-    }
-
-    #[test]
     fn ansi_is_stripped() {
         assert_eq!(
             strip_ansi("07:52 \x1b[0m\x1b[34m[INFO] \x1b[0mok"),
@@ -448,13 +410,5 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("'Runtime'"));
-    }
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(cpulist("0-3,5\n").unwrap(), vec![0, 1, 2, 3, 5]);
-        assert_eq!(cpulist("1").unwrap(), vec![1]);
-        assert!(cpulist("3-1").is_err());
-        assert!(cpulist("a").is_err());
     }
 }

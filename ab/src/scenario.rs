@@ -16,6 +16,7 @@ use crate::parse;
 use crate::probe::{self, Trace};
 use crate::report::{fmt_num, RatioKind, Row};
 use crate::sys::{self, Policy, Watchdog, DEBUG_SCHED};
+use scx_floor::stats::StatsDoc;
 
 /// A scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, Serialize)]
@@ -471,7 +472,7 @@ pub struct FloorRun {
     /// the last lines of its log (its --stats tables)
     pub log_tail: String,
     /// its --stats-json, when it has the flag
-    pub stats: Option<serde_json::Value>,
+    pub stats: Option<StatsDoc>,
 }
 
 /// Stop scx_floor with SIGINT and wait for sched_ext to be disabled.
@@ -486,7 +487,7 @@ pub fn stop_floor(f: Floor, config: Config, scenarios: Vec<String>) -> FloorRun 
         .stats_json
         .as_ref()
         .and_then(|p| std::fs::read_to_string(p).ok())
-        .and_then(|s| serde_json::from_str(&s).ok());
+        .and_then(|s| serde_json::from_str::<StatsDoc>(&s).ok());
     FloorRun {
         config: config.name().into(),
         scenarios,
