@@ -150,8 +150,6 @@ struct floor_cpu_stat {
 	u64 overshoot_max_ns;
 	/* slice timer callbacks that preempted a task */
 	u64 nr_timer_kicks;
-	/* normal tasks waiting in this CPU's own DSQ (pinned ones), last seen */
-	u64 nr_pinned_queued;
 	/* 1 while a higher class owns the CPU */
 	u64 hi_running;
 	/* the last higher-class task (not scx_floor's own threads) that ran

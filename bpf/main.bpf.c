@@ -1124,8 +1124,7 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 	st->hi_policy = next->policy;
 	/* A normal task preempted here stays runnable on this CPU's local DSQ. */
 	prev_waits = prev->pid && prev_state == TASK_RUNNING && !is_higher_class(prev);
-	st->nr_pinned_queued = scx_bpf_dsq_nr_queued(cpu);
-	if (prev_waits || st->nr_pinned_queued > 0 ||
+	if (prev_waits || scx_bpf_dsq_nr_queued(cpu) > 0 ||
 	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0)
 		starve_open(st, cpu, now);
 	/*

@@ -360,14 +360,10 @@ fn cap_to_owed(keep: &mut [Kept], owed: u64) -> u64 {
 pub struct ServerStats {
     /// periods completed
     pub periods: u64,
-    /// boosts issued
-    pub boosts: u64,
     /// boosts that ended because the task blocked
     pub handed_over: u64,
     /// overruns of boosts that ran past their share, ns
     pub overrun: Hist,
-    /// boosts whose end was measured (overrun or not)
-    pub ended: u64,
     /// largest overrun, ns
     pub max_overrun_ns: u64,
     /// normal run time delivered in the last complete period, ns
@@ -431,25 +427,11 @@ pub struct CpuServer {
     /// the starvation outlived a zero-laxity activation: the server serves
     /// each next period from its start, not deferred, for as long as it
     /// has to boost in every period (see [`CpuServer::step`]). Never in
-    /// kernel-cut mode: there every wake-up of a sleeper served at once is
-    /// a SCHED_DEADLINE boost and restore of a task that sleeps again, and
-    /// on 7.3.4 that many of them left the root domain's DL admission total
-    /// (dl_bw->total_bw) 3347 below where it was (t_dlbw), after which the
-    /// next start failed to write the ext_server runtime (EBUSY).
-    /// Keeping a sleeping DL boost across its sleeps would end that churn,
-    /// but a re-boost at the next period's start then failed on 7.3.4 in
-    /// every other period (traced: boosted, ran 0 ms in the period): a DL
-    /// task throttled at its runtime and restored before its deadline keeps
-    /// dl_throttled (the replenishment timer finds it no longer
-    /// SCHED_DEADLINE and leaves it), and until the inactive timer clears
-    /// the parameters at the old reservation's 0-lag time, a switch back to
-    /// SCHED_DEADLINE arms a timer at the new deadline instead of enqueueing
-    /// it (enqueue_dl_entity(), deadline.c). Deferred, the next boost comes
-    /// long after that 0-lag time. Tried (6f6398b, reverted): kept sleeping
-    /// boosts, served periods and a wait for that 0-lag time gave 50.0 ms/s
-    /// in t_floor's kernel-cut case and 39 for t_dlbw's sleeper, but after
-    /// the full suite's kernel-cut runs a start could not write the
-    /// ext_server runtime (EBUSY) for the rest of the boot.
+    /// kernel-cut mode, which stays deferred in every period: each wake-up
+    /// of a sleeper served at once would be a SCHED_DEADLINE boost and
+    /// restore, and that churn leaked the root domain's DL admission total
+    /// on 7.3.4 (docs/design.md, Decisions: "Kernel-cut mode stays
+    /// deferred in every period").
     running: bool,
     /// tasks take turns in this period (see [`MIN_TURN_NS`]): more starving
     /// tasks wait for a slot, and the caller lists the waiters while boosts
@@ -588,7 +570,6 @@ impl CpuServer {
             if over > 0 {
                 self.stats.overrun.record(over);
             }
-            self.stats.ended += 1;
             self.stats.max_overrun_ns = self.stats.max_overrun_ns.max(over);
         } else {
             self.stats.handed_over += 1;
@@ -619,7 +600,6 @@ impl CpuServer {
             } else if e >= MIN_SHARE_NS {
                 // its rest handed on (to itself): not a block
                 self.end_boost(&a, used, RestoreWhy::Blocked, out);
-                self.stats.boosts += 1;
                 self.boosts_in_period += 1;
                 self.served_in.insert(a.pid, self.stats.periods);
                 out.actions.push(Action::Boost {
@@ -1104,7 +1084,6 @@ impl CpuServer {
         }
         for (a, _) in &keep[plan.joined_from..] {
             self.served_in.insert(a.pid, self.stats.periods);
-            self.stats.boosts += 1;
             self.boosts_in_period += 1;
             // not in kernel-cut mode: see `running`
             self.running = !self.cfg.kernel_cut;
