@@ -14,7 +14,7 @@ use crate::slice::SliceMode;
 pub enum BoostMode {
     /// SCHED_FIFO one above the CPU's RT hog; a CPU held above every
     /// SCHED_FIFO boost is handed to SCHED_DEADLINE boosts or to the
-    /// kernel's ext_server (`planner::CpuAgent::hand_off`)
+    /// kernel's ext_server (`planner::Planner::hand_off`)
     Auto,
     /// SCHED_FIFO only (no hand-off to SCHED_DEADLINE boosts)
     Fifo,

@@ -236,7 +236,7 @@ fn restore_here(tid: u32, e: &Entry) -> std::io::Result<()> {
 
 /// The server of one CPU and what it changed; lives in that CPU's planner
 /// thread.
-struct CpuAgent<'v> {
+struct Planner<'v> {
     cpu: usize,
     view: &'v BpfView,
     mode: BoostMode,
@@ -332,7 +332,7 @@ fn handoff_check_at(starved_since_ns: u64) -> u64 {
     }
 }
 
-impl<'v> CpuAgent<'v> {
+impl<'v> Planner<'v> {
     fn boost(
         &mut self,
         tid: u32,
@@ -981,7 +981,7 @@ struct PlannerArgs<'v> {
     dl_ok: bool,
 }
 
-impl<'v> CpuAgent<'v> {
+impl<'v> Planner<'v> {
     /// The planner of `cpu`, its server idle. Errors: the journal cannot be
     /// opened.
     fn new(cpu: usize, p: PlannerArgs<'v>) -> Result<Self> {
@@ -993,7 +993,7 @@ impl<'v> CpuAgent<'v> {
         } else {
             p.sc
         };
-        Ok(CpuAgent {
+        Ok(Planner {
             cpu,
             view: p.view,
             mode: p.cfg.boost_mode,
@@ -1102,7 +1102,7 @@ fn plan_cpu(
     report: &Mutex<ServerRow>,
 ) -> Result<()> {
     let view = p.view;
-    let mut a = CpuAgent::new(cpu, p)?;
+    let mut a = Planner::new(cpu, p)?;
     a.warm_up();
     let wake = view.wake_ringbuf(cpu)?;
     let mut rb = libbpf_rs::RingBufferBuilder::new();

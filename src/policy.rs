@@ -27,7 +27,7 @@
 //!   microseconds on hardware. A SCHED_FIFO 99 or SCHED_DEADLINE hog on a
 //!   served CPU is above the executor: the planner (placed off that CPU)
 //!   hands the CPU to SCHED_DEADLINE boosts or the kernel's ext_server
-//!   (`planner::CpuAgent::hand_off`).
+//!   (`planner::Planner::hand_off`).
 //! - All memory is locked (`mlockall(MCL_CURRENT | MCL_FUTURE)`): the loop is
 //!   small, so locking everything is simpler and safer than a locked-memory
 //!   allocator, and it also covers libbpf's and the std library's memory.
