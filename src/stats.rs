@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// One CPU's counters at one instant (`struct floor_cpu_stat`, bpf/intf.h).
 /// Times in ns; every counter only grows.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CpuCounters {
     /// ns run by normal tasks, boosted runs included
     pub normal_runtime_ns: u64,
@@ -263,6 +264,12 @@ mod tests {
             serde_json::to_value(&back).unwrap(),
             serde_json::to_value(&doc).unwrap()
         );
+        // a document of another version, with fields missing or unknown
+        let other: StatsDoc =
+            serde_json::from_str(r#"{"cpus": [{"cpu": 1, "runlen": {"count": 3}}], "new": 1}"#)
+                .unwrap();
+        assert_eq!((other.cpus[0].cpu, other.cpus[0].runlen.count), (1, 3));
+        assert_eq!(other.cpus[0].runlen.p99_ns, None);
     }
 
     #[test]
@@ -316,6 +323,7 @@ mod tests {
 /// Summary of a histogram for the JSON output: count and quantiles (bucket
 /// upper bounds, ns: at most 25% above the true value).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HistSummary {
     /// values recorded
     pub count: u64,
@@ -346,7 +354,8 @@ impl HistSummary {
 }
 
 /// One CPU in `--stats-json`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CpuDoc {
     /// CPU number
     pub cpu: usize,
@@ -361,7 +370,8 @@ pub struct CpuDoc {
 
 /// The `--stats-json` document (`serde_json`, pretty-printed). Schema
 /// version 1; all times in ns unless the name says otherwise.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StatsDoc {
     /// schema version
     pub version: u32,
@@ -419,6 +429,7 @@ impl StatsDoc {
 
 /// What one CPU's bandwidth server did (the `--stats` server table).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ServerRow {
     /// CPU number
     pub cpu: usize,
