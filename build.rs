@@ -4,6 +4,10 @@
 //!
 //! The BPF compiler is `$BPF_CLANG` when set; otherwise the first of clang-21
 //! .. clang-18 and clang found on PATH (BPF needs clang >= 18).
+//!
+//! It also sets `SCX_FLOOR_VERSION` for the crate: the package version, the
+//! commit (`-g` and git's short hash, when built from a git checkout) and
+//! the target triple, as sched-ext/scx's tools print theirs.
 
 use std::process::Command;
 
@@ -15,9 +19,36 @@ fn clang_works(cmd: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// `-g<short hash>` of HEAD, or nothing outside a git checkout.
+fn git_suffix() -> String {
+    Command::new("git")
+        .args(["rev-parse", "--short=8", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("-g{s}"))
+        .unwrap_or_default()
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=bpf/main.bpf.c");
     println!("cargo:rerun-if-changed=bpf/intf.h");
+    // a new commit changes the version (HEAD, or the branch it points to)
+    println!("cargo:rerun-if-changed=.git/HEAD");
+    if let Ok(head) = std::fs::read_to_string(".git/HEAD") {
+        if let Some(r) = head.trim().strip_prefix("ref: ") {
+            println!("cargo:rerun-if-changed=.git/{r}");
+        }
+    }
+    println!(
+        "cargo:rustc-env=SCX_FLOOR_VERSION={}{} {}",
+        std::env::var("CARGO_PKG_VERSION").unwrap_or_default(),
+        git_suffix(),
+        std::env::var("TARGET").unwrap_or_default()
+    );
     if std::env::var_os("BPF_CLANG").is_none() {
         let found = ["clang-21", "clang-20", "clang-19", "clang-18", "clang"]
             .into_iter()

@@ -4,9 +4,29 @@
 //! document the scheduler writes and the harness reads. The scheduler's
 //! own modules are in the binary (`main.rs`).
 
+/// The version both binaries print (`-V`, the log, ab.json): the package
+/// version, `-g` and the commit's short hash when built from a git
+/// checkout, and the target triple, e.g. `0.1.0-g1a2b3c4d x86_64-unknown-linux-gnu`.
+pub const VERSION: &str = env!("SCX_FLOOR_VERSION");
+
 pub mod bpf_intf;
 pub mod checks;
 pub mod hist;
 pub mod slice;
 pub mod stats;
 pub mod sys;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn version_is_package_version_commit_and_target() {
+        let (ver, target) = super::VERSION.split_once(' ').unwrap();
+        assert!(ver.starts_with(env!("CARGO_PKG_VERSION")), "{ver}");
+        let commit = &ver[env!("CARGO_PKG_VERSION").len()..];
+        assert!(
+            commit.is_empty() || (commit.starts_with("-g") && commit.len() == 10),
+            "{commit}"
+        );
+        assert!(target.contains("-linux-"), "{target}");
+    }
+}

@@ -36,7 +36,7 @@ use log::info;
 /// Must run as root on a kernel with sched_ext (CONFIG_SCHED_CLASS_EXT).
 /// Unloads on SIGINT or SIGTERM; the kernel falls back to its fair class.
 #[derive(Debug, Parser)]
-#[command(name = "scx_floor", version)]
+#[command(name = "scx_floor", version = scx_floor::VERSION)]
 pub struct Opts {
     /// Time slice of a normal task, in us (20 to 100000). A per-CPU hrtimer
     /// preempts the task when it expires.
@@ -205,12 +205,14 @@ fn init_log(verbose: bool) -> Result<()> {
         .set_target_level(simplelog::LevelFilter::Off)
         .set_thread_level(simplelog::LevelFilter::Off)
         .build();
-    simplelog::TermLogger::init(
-        level,
-        cfg,
-        simplelog::TerminalMode::Stderr,
-        simplelog::ColorChoice::Auto,
-    )?;
+    // simplelog's ColorChoice::Auto colours whatever stderr is: a log
+    // written to a file or a journal would carry escape codes
+    let colour = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        simplelog::ColorChoice::Auto
+    } else {
+        simplelog::ColorChoice::Never
+    };
+    simplelog::TermLogger::init(level, cfg, simplelog::TerminalMode::Stderr, colour)?;
     if verbose {
         scx_utils::init_libbpf_logging(None);
     }

@@ -147,7 +147,7 @@ impl<'a> Scheduler<'a> {
         let link = scx_ops_attach!(skel, floor_ops)?;
         info!(
             "scx_floor {} attached: slice {} us, {} ({} CPUs)",
-            env!("CARGO_PKG_VERSION"),
+            scx_floor::VERSION,
             cfg.slice_ns / 1000,
             cfg.slice_end.describe(),
             nr_cpu_ids

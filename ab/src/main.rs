@@ -32,7 +32,7 @@ use scenario::{Config, Ctx, Durations, FloorRun, Scenario, Setup};
 /// kernel.sched_rt_runtime_us) is restored on exit, on error and on
 /// SIGINT/SIGTERM.
 #[derive(Debug, Parser)]
-#[command(name = "scx_floor-ab", version)]
+#[command(name = "scx_floor-ab", version = scx_floor::VERSION)]
 struct Opts {
     /// Scenarios to run, comma-separated (default: all; seed001 is skipped,
     /// with a note, unless the measured CPU is nohz_full).
@@ -447,7 +447,7 @@ fn write(opts: &Opts, p: &Plan, env: serde_json::Value, o: &Outcome, wall: f64) 
     let now = unix_now();
     let doc = json!({
         "tool": "scx_floor-ab",
-        "version": env!("CARGO_PKG_VERSION"),
+        "version": scx_floor::VERSION,
         "date": report::utc_string(now),
         "unix_time": now,
         "command": std::env::args().collect::<Vec<_>>().join(" "),

@@ -1,6 +1,7 @@
 #!/bin/bash
 # scx_floor loads (state enabled, root/ops names scx_floor), prints its stats,
 # and unloads on SIGINT and on SIGTERM with exit code 0 (state disabled).
+# Its log, written to a file, has no colour codes and names the build as -V.
 # A CPU named twice in --server-cpus gets one server (one executor thread).
 # On PREEMPT_RT, irq_work/1, rcuc/1, ktimers/1 and rcub/N run at SCHED_FIFO 99
 # while it is loaded and at their own priority again after.
@@ -28,6 +29,11 @@ for sig in INT TERM; do
 	fi
 	sleep 2.5
 	grep -q 'normal_ms/s' "$FLOOR_LOG" || { cat "$FLOOR_LOG"; fail "--stats printed no table"; }
+	# a log written to a file carries no terminal colour codes, and names
+	# the build (version, commit, target)
+	! grep -q $'\e' "$FLOOR_LOG" || fail "the log in a file carries escape codes"
+	grep -q "scx_floor $("$FLOOR" -V | cut -d' ' -f2-) attached" "$FLOOR_LOG" ||
+		fail "the log does not name the build as -V does: $("$FLOOR" -V)"
 	stop_floor $sig || fail "exit code $? after SIG$sig"
 	note "SIG$sig: unloaded, exit 0, state $(scx_state)"
 	if [ ${#kt[@]} -gt 0 ]; then
