@@ -69,17 +69,26 @@ pub fn write_atomic(path: &Path, data: &str) -> Result<()> {
 /// taken. Errors: the directory cannot be made private, or the lock is still
 /// held after the wait.
 pub fn lock_state_dir(dir: &Path, wait_ms: u64) -> Result<fs::File> {
-    use std::os::fd::AsRawFd;
     private_dir(dir)?;
+    let path = dir.join("lock");
     let f = fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(dir.join("lock"))?;
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
     let t0 = std::time::Instant::now();
     let mut told = false;
-    // SAFETY: flock on our own fd.
-    while unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    // an exclusive flock(2): held by the open file, which the guardian's
+    // fork shares
+    loop {
+        match f.try_lock() {
+            Ok(()) => return Ok(f),
+            Err(fs::TryLockError::WouldBlock) => {}
+            Err(fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()))
+            }
+        }
         let waited = t0.elapsed().as_millis() as u64;
         if waited >= wait_ms {
             anyhow::bail!(
@@ -98,12 +107,24 @@ pub fn lock_state_dir(dir: &Path, wait_ms: u64) -> Result<fs::File> {
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    Ok(f)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lock_is_taken_once_and_a_second_taker_waits_then_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("state");
+        let held = lock_state_dir(&d, 0).unwrap();
+        let t0 = std::time::Instant::now();
+        let e = lock_state_dir(&d, 120).unwrap_err().to_string();
+        assert!(e.contains("has held"), "{e}");
+        assert!(t0.elapsed() >= std::time::Duration::from_millis(120));
+        drop(held);
+        assert!(lock_state_dir(&d, 0).is_ok());
+    }
 
     #[test]
     fn write_atomic_replaces_a_planted_symlink_and_sets_0600() {
