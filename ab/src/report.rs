@@ -156,24 +156,12 @@ pub fn median(v: &[f64]) -> Option<f64> {
 
 /// UTC calendar date and time of a Unix time (s), "YYYY-MM-DD HH:MM:SS UTC".
 pub fn utc_string(unix_s: u64) -> String {
-    let days = (unix_s / 86_400) as i64;
-    let secs = unix_s % 86_400;
-    // days since 1970-01-01 to a civil date (proleptic Gregorian), by eras of 400 years
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    let fmt =
+        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
+    time::OffsetDateTime::from_unix_timestamp(unix_s as i64)
+        .ok()
+        .and_then(|t| t.format(&fmt).ok())
+        .unwrap_or_else(|| format!("{unix_s} s after the epoch"))
 }
 
 #[cfg(test)]
