@@ -23,8 +23,10 @@ mod tests {
         let (ver, target) = super::VERSION.split_once(' ').unwrap();
         assert!(ver.starts_with(env!("CARGO_PKG_VERSION")), "{ver}");
         let commit = &ver[env!("CARGO_PKG_VERSION").len()..];
+        // git prints at least 8 hex digits, more where 8 are ambiguous
+        let hash = commit.strip_prefix("-g").unwrap_or("");
         assert!(
-            commit.is_empty() || (commit.starts_with("-g") && commit.len() == 10),
+            commit.is_empty() || (hash.len() >= 8 && hash.chars().all(|c| c.is_ascii_hexdigit())),
             "{commit}"
         );
         assert!(target.contains("-linux-"), "{target}");
