@@ -55,9 +55,9 @@ enum floor_consts {
 	 * Starvation guard of the dispatcher: a queued normal task that has
 	 * waited this long (ms, since it last ran) is dispatched before vtime
 	 * order. Pure vtime order lets a low-weight task (nice 19 has weight 1
-	 * against 100) wait for hundreds of slices of everybody else: measured,
-	 * khugepaged waited 15 s behind stress-ng and hackbench on 2 CPUs, and
-	 * the watchdog ejected the scheduler. A tenth of the watchdog timeout.
+	 * against 100) wait for hundreds of slices of everybody else, until the
+	 * watchdog ejects the scheduler (docs/design.md, Decisions: "Starvation
+	 * guard"). A tenth of the watchdog timeout.
 	 */
 	FLOOR_STARVE_MS = 1000,
 	/* How often each CPU looks for such tasks, ms, and how many it takes

@@ -452,10 +452,11 @@ struct {
  * 1 keeps the reader off its CPU; user space raises it to 99 while
  * scx_floor runs. Debian's generic kernel is built without it, its
  * PREEMPT_RT kernel with it (500 ms). A reader
- * left at its vtime waits as long as its weight says: a nice-19 kthread
- * (khugepaged) under load waited for seconds per run, the grace period with
- * it, and at 21 s the kernel's RCU stall detector ejects the scheduler (CI's
- * t_stress, twice). Kernels without PREEMPT_RCU never preempt a reader.
+ * left at its vtime waits as long as its weight says (seconds per run for a
+ * nice-19 kthread under load), the grace period with it, until the kernel's
+ * RCU stall detector ejects the scheduler (docs/design.md, Decisions:
+ * "Preempted RCU readers queue at the front"). Kernels without PREEMPT_RCU
+ * never preempt a reader.
  */
 static __always_inline bool rcu_reader_preempted(struct task_struct *p)
 {
@@ -510,7 +511,8 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	 * A task that slept long must not bank more than a slice of credit.
 	 * Only such a sleeper may preempt on wake-up (below): tasks that wake
 	 * each other in quick succession (pipes, futexes) are close in vtime,
-	 * and preempting for them cost 8-10% of hackbench's throughput in the VM.
+	 * and preempting for them costs throughput (docs/design.md, Decisions:
+	 * "Wake-up preemption only for sleepers").
 	 */
 	if (vtime_before(vtime, vtime_now - slice)) {
 		vtime = vtime_now - slice;
@@ -532,10 +534,10 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	 * waited for, and the kernel restarted its wait (p->scx.runnable_at)
 	 * when it was put: a task that the starvation guard rescued after a
 	 * second, preempted by a stop-class or RT task of a few microseconds
-	 * before it was back in user space, waited a second second (CI's
-	 * t_starve: 2053 ms). A task that had most of its run goes back to its
-	 * vtime, so one that higher classes preempt often does not jump the
-	 * queue at every preemption.
+	 * before it was back in user space, would wait another second
+	 * (docs/design.md, Decisions: "Starvation guard"). A task that had most
+	 * of its run goes back to its vtime, so one that higher classes preempt
+	 * often does not jump the queue at every preemption.
 	 */
 	reader = rcu_boost && rcu_reader_preempted(p);
 	/* Switched out with migration disabled (see only_this_cpu()). */
@@ -634,8 +636,8 @@ static __always_inline u64 starve_jiffies(u64 now)
  * min_vruntime at or below the leftmost queued entity. Runs out of vtime
  * order (a task the starvation guard rescued, a per-CPU kthread put straight
  * into the local DSQ) would otherwise drag it far ahead, and every waking
- * task would queue behind all the tasks already waiting: measured in
- * t_starve, a rescued nice-19 task's run moved it 4-6 s ahead.
+ * task would queue behind all the tasks already waiting (docs/design.md,
+ * Decisions: "`vtime_now` bounded by the queues' heads").
  */
 static __always_inline u64 vtime_now_advance(s32 cpu, u64 vtime)
 {
@@ -793,9 +795,8 @@ static __always_inline void run_begin(struct task_struct *p)
 		 * More than a slice ahead of the queues' head: a task the
 		 * starvation guard rescued (or a per-CPU kthread put straight
 		 * into the local DSQ). Any waking sleeper would preempt it at
-		 * once and a rescued task then waits another second: measured
-		 * in t_starve, rescued runs cut after 0.5 ms, before the task
-		 * was back in user space, made the nice-19 probe's waits 2-3 s.
+		 * once and a rescued task then waits another second
+		 * (docs/design.md, Decisions: "Starvation guard").
 		 */
 		r->out_of_order = vtime_before(head + slice, p->scx.dsq_vtime);
 		r->since_ns = sc->started_ns;
@@ -966,8 +967,9 @@ void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 	 * new one, counted and timed as a new run. Were it dropped instead,
 	 * the pick would find nothing, and when the kernel's ext_server (a
 	 * dl_server) is the one picking, it stops on an empty pick and, as
-	 * the task never leaves the runqueue, is not started again: it then
-	 * served 0.6-1.9 ms/s under an RT hog instead of its runtime.
+	 * the task never leaves the runqueue, is not started again: under an
+	 * RT hog it then serves almost none of its runtime (docs/design.md,
+	 * Decisions: "A lone task keeps running in `ops.dispatch()`").
 	 */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
 		run_end(prev, true);

@@ -46,10 +46,10 @@ pub struct PolicyConfig {
     pub state_dir: PathBuf,
     /// scx_floor's own RT processes besides the server threads (the
     /// guardian, FIFO 99, polling every 50 ms): their runs are not a higher
-    /// class taking the CPU. Measured in t_starve: counted as one, each of
-    /// the guardian's polls moved the task it preempted off its CPU, a run
-    /// the starvation guard had just granted among them (the task then
-    /// waited another second).
+    /// class taking the CPU. Counted as one, each of the guardian's polls
+    /// would move the task it preempted off its CPU, a run the starvation
+    /// guard had just granted among them (docs/design.md, Decisions:
+    /// "scx_floor's own threads are not a higher class").
     pub agent_pids: Vec<u32>,
     /// slices end by a thread per online CPU (`slicer.rs`), not bpf_timer
     pub slice_threads: bool,

@@ -9,15 +9,14 @@
 //! policy.
 //!
 //! Why the split: a boost or a restore done from another CPU takes effect
-//! only when the target CPU reschedules after an IPI. Measured in the
-//! project's VM (7.3.4, TCG, stock kernel, no sched_ext): 0.8 to 4 ms from
-//! sched_setattr() on CPU 0 to the boosted task running on CPU 1, and 1.3 to
-//! 2.4 ms from the restore to it stopping. Done on the CPU itself, from a
-//! local hrtimer wake-up, both are a plain local reschedule, and the budget
-//! is cut off with hrtimer precision, the way the kernel enforces its own
-//! dl_server, per CPU. But the RT task on that CPU also sees each run of a
-//! scx_floor thread there as noise, and the planner's steps are long under
-//! TCG (1-6 ms): so only the executor's two system calls run there.
+//! only when the target CPU reschedules after an IPI, milliseconds later
+//! under TCG (docs/design.md, Decisions: "Planner and executor"). Done on
+//! the CPU itself, from a local hrtimer wake-up, both are a plain local
+//! reschedule, and the budget is cut off with hrtimer precision, the way
+//! the kernel enforces its own dl_server, per CPU. But the RT task on that
+//! CPU also sees each run of a scx_floor thread there as noise, and the
+//! planner's steps are long under TCG (1-6 ms): so only the executor's two
+//! system calls run there.
 //!
 //! The threads must never starve, or the floor they promise is gone:
 //! - Each runs at SCHED_FIFO 99 (boosts go to at most 98): no RT task below

@@ -57,12 +57,12 @@ pub struct ServerConfig {
 
 /// How long before zero laxity the server activates, ns: 5 ms plus a quarter
 /// of the runtime, never more than the period leaves. The activation step
-/// itself takes time before the boost lands: traced under TCG, the server
-/// thread woke 0.3-0.5 ms late and reached sched_setattr 1.3 ms later (the
-/// waiter lookup, the journal, the map update), so with the former 2 ms the
-/// boost of a 20 us budget came after the period's end in most periods and
-/// was restored before the task ran. And while boosted tasks run, interrupts,
-/// other RT threads above the boost and the server's own steps still take
+/// itself takes time before the boost lands (a late wake-up, then the
+/// waiter lookup, the journal, the map update: milliseconds under TCG), and
+/// a boost that lands after the period's end is restored before the task
+/// runs (docs/design.md, Decisions: "The server's activation margin is
+/// 5 ms + runtime/4"). And while boosted tasks run, interrupts, other RT
+/// threads above the boost and the server's own steps still take
 /// the CPU now and then (about 10% of the time in the emulated VM, ~1% on
 /// hardware): the quarter of the runtime lets the whole budget land inside
 /// the period. The RT task loses no more time for it, only earlier.
@@ -269,8 +269,9 @@ pub enum Action {
         /// runtime (the CBS rule: enqueue_dl_entity() sets up a new entity
         /// only once the old deadline has passed, so switching policies
         /// cannot refill a budget). With the whole server period as the
-        /// deadline, each boost came just before the previous one's deadline
-        /// and got its leftover: 25 of 50 ms/s delivered, measured.
+        /// deadline, each boost would come before the previous one's
+        /// deadline and get its leftover (docs/design.md, Decisions:
+        /// "SCHED_DEADLINE deadline = the time left in the period").
         deadline_ns: u64,
     },
     /// Give `pid` its own policy back.
@@ -663,8 +664,9 @@ impl CpuServer {
         // laxity timer has fired (dl_defer_running), each replenishment
         // runs at once, not deferred again, until the fair class gets its
         // runtime on its own or the server stops. A deferral in every
-        // period would serve only inside its last `owed` ms: a task that
-        // sleeps 20 ms between 2 ms runs got 14 ms/s of a 50 ms/s budget.
+        // period would serve only inside its last `owed` ms, which a task
+        // that sleeps between short runs mostly misses (docs/design.md,
+        // Decisions: "Deferred only until the first activation").
         let activate_at = end.saturating_sub(owed + self.cfg.margin_ns);
         if keep.is_empty() && now < activate_at && !self.running {
             self.end_done(now, done, &[], &mut keep, &mut out);
@@ -862,13 +864,11 @@ impl CpuServer {
     /// deadline = now + dl_deadline and runtime = dl_runtime (deadline.c,
     /// 6.12+). Periods then follow from the activation, and each next one
     /// is served from its start (`running`), so no window of one period
-    /// holds more than one runtime of service. On the old period grid, the
-    /// activation's burst at the end of one period and the next period's
-    /// service at its start fell 0.05 s apart: a 6 s window over both got
-    /// 55-57 ms/s of a 50 ms/s budget (t_floor). Only when a task is there
-    /// to boost (`ws`), else the period would move for nothing; never in
-    /// kernel-cut mode, which defers every period (see `running`). Returns
-    /// whether it opened a period.
+    /// holds more than one runtime of service (docs/design.md, Decisions:
+    /// "The zero-laxity activation opens a new period"). Only when a task
+    /// is there to boost (`ws`), else the period would move for nothing;
+    /// never in kernel-cut mode, which defers every period (see `running`).
+    /// Returns whether it opened a period.
     fn activate(&mut self, s: &Sample, ws: &[Waiter]) -> bool {
         if ws.is_empty() {
             return false;
@@ -883,8 +883,8 @@ impl CpuServer {
     /// `done` task gets more (`done_extra`) only where the others would
     /// otherwise end the period ahead of it by weight (a task that blocked
     /// right after its boost left its share to those after it, while the
-    /// first to run had used its own already: 12.5 against 18.7 ms per
-    /// period of three nice-0 tasks, traced). Tasks that used their share
+    /// first to run had used its own already: docs/design.md, "The
+    /// bandwidth server"). Tasks that used their share
     /// already join only when nobody else starves. Returns whether tasks
     /// wait for a slot that a booked restore will free (look again soon).
     #[allow(clippy::too_many_arguments)]
@@ -1525,7 +1525,7 @@ mod tests {
     #[test]
     fn a_boost_cut_by_the_executor_counts_its_overrun_or_hands_on_the_rest() {
         // Cut at its limit after 50.2 ms of a 50 ms share: exhausted, with
-        // its overrun measured (once counted as blocked: no overrun stat).
+        // its overrun measured (not as blocked, which has no overrun stat).
         let t = Tasks::new(&[7]);
         let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
         s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);

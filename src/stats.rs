@@ -448,8 +448,9 @@ pub struct ServerRow {
     /// boosts that ended because the task blocked (rest handed over)
     pub handed_over: u64,
     /// p99 of overruns past the budget, us: the upper bound of its log2
-    /// bucket, never above the largest overrun (a bucket bound alone read
-    /// 229 us against a 224 us max in t_s0)
+    /// bucket, never above the largest overrun (a bucket's bound alone may
+    /// lie above it; docs/design.md, Decisions: "Overrun p99 capped at the
+    /// largest overrun")
     pub overrun_p99_us: Option<f64>,
     /// largest overrun, us
     pub overrun_max_us: f64,

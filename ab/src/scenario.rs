@@ -785,8 +785,8 @@ pub fn seed001(ctx: &Ctx, c: Config) -> Result<Row> {
 /// dl_server's burst is at most its runtime plus the lateness of the hrtimer
 /// that throttles it (runtime enforcement, kernel/sched/deadline.c). A burst
 /// far above the runtime is time a virtual machine's host charged to the task
-/// while it held the vCPU off: 300 ms of host FIFO load on the vCPU's core
-/// gave bursts of ~350 ms under the stock fair_server's 50 ms.
+/// while it held the vCPU off (docs/design.md, Decisions: "Bursts far above
+/// the runtime are host stalls").
 #[derive(Debug, Default)]
 struct Bursts {
     last_ns: Option<u64>,
@@ -1040,7 +1040,7 @@ fn run_workload(ctx: &Ctx, cmd: &mut Command, secs: f64) -> Result<String> {
 /// Throughput: hackbench (SCHED_OTHER, all CPUs), median time of the runs.
 pub fn throughput(ctx: &Ctx, c: Config) -> Result<Row> {
     // one run first, not counted: it warms the page cache and the scheduler
-    // just loaded (the first run after a load was up to 2x slower in the VM)
+    // just loaded (docs/design.md, Decisions: "One hackbench warm-up run")
     let mut times = Vec::new();
     for i in 0..=ctx.d.hb_runs {
         let out = run_workload(ctx, Command::new("hackbench").args(&ctx.d.hb_args), 120.0)?;
