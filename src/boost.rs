@@ -17,100 +17,47 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-/// `SCHED_OTHER`, `SCHED_FIFO`, `SCHED_RR`, `SCHED_DEADLINE`
-/// (include/uapi/linux/sched.h).
 #[cfg(test)]
-pub const SCHED_OTHER: u32 = 0;
-/// see [`SCHED_OTHER`]
-pub const SCHED_FIFO: u32 = 1;
-/// see [`SCHED_OTHER`]
-pub const SCHED_RR: u32 = 2;
-/// see [`SCHED_OTHER`]
-pub const SCHED_DEADLINE: u32 = 6;
-/// The policies sched_ext schedules (`SCHED_OTHER`, `SCHED_BATCH` 3,
-/// `SCHED_IDLE` 5, `SCHED_EXT` 7; include/uapi/linux/sched.h): a task at
-/// one of them is a normal task.
-pub fn is_normal_policy(policy: u32) -> bool {
-    matches!(policy, 0 | 3 | 5 | 7)
+use crate::attr::{deadline_attr, is_normal_policy, DL_MIN_RUNTIME_NS, SCHED_OTHER};
+use crate::attr::{
+    dl_zero_attr, empty, get_attr, SchedAttr, SCHED_DEADLINE, SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK,
+    SCHED_RR,
+};
+
+/// `sched_setattr(2)`, through which every other task's policy changes
+/// (this module owns that side effect; [`crate::attr`] holds the call).
+pub use crate::attr::set_attr;
+
+/// Makes a boost: [`set_attr`] of `tid` to `boost`. Under the test fault
+/// `no-boost` ([`crate::fault`]) nothing is changed and Ok is returned.
+pub fn make_boost(tid: u32, boost: &SchedAttr) -> std::io::Result<()> {
+    if crate::fault::is(crate::fault::Fault::NoBoost) {
+        return Ok(());
+    }
+    set_attr(tid, boost)
 }
-/// Children of a boosted task start at their parent's original policy.
-pub const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
+
+/// Ends a boost: [`restore_policy`] of `tid` to `saved`. Under the test
+/// fault `late-end` ([`crate::fault`]) 10 ms late.
+pub fn end_boost(tid: u32, saved: &SchedAttr) -> std::io::Result<()> {
+    if crate::fault::is(crate::fault::Fault::LateEnd) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    restore_policy(tid, saved)
+}
+
 /// The highest RT priority scx_floor boosts to: 99 is kept for its own loop.
 pub const MAX_BOOST_PRIO: u32 = 98;
-/// SCHED_DEADLINE needs a runtime of at least this many ns (kernel: 1 << DL_SCALE).
-pub const DL_MIN_RUNTIME_NS: u64 = 1024;
-/// Shortest SCHED_DEADLINE period the kernel accepts by default, ns
-/// (kernel.sched_deadline_period_min_us = 100).
-pub const DL_MIN_PERIOD_NS: u64 = 100_000;
-
-/// `struct sched_attr`, first version (SCHED_ATTR_SIZE_VER0 = 48 bytes).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SchedAttr {
-    /// size of this struct, 48
-    pub size: u32,
-    /// SCHED_*
-    pub sched_policy: u32,
-    /// SCHED_FLAG_*
-    pub sched_flags: u64,
-    /// nice, for SCHED_OTHER/BATCH
-    pub sched_nice: i32,
-    /// RT priority, for SCHED_FIFO/RR
-    pub sched_priority: u32,
-    /// SCHED_DEADLINE runtime, ns
-    pub sched_runtime: u64,
-    /// SCHED_DEADLINE relative deadline, ns
-    pub sched_deadline: u64,
-    /// SCHED_DEADLINE period, ns
-    pub sched_period: u64,
-}
-
-const ATTR_SIZE: u32 = std::mem::size_of::<SchedAttr>() as u32;
-
-/// `sched_getattr(2)` of thread `tid`. Errors: ESRCH when it is gone.
-pub fn get_attr(tid: u32) -> std::io::Result<SchedAttr> {
-    let mut a = SchedAttr {
-        size: ATTR_SIZE,
-        ..Default::default()
-    };
-    // SAFETY: the kernel writes at most ATTR_SIZE bytes into `a`.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_sched_getattr,
-            tid as libc::pid_t,
-            &mut a,
-            ATTR_SIZE,
-            0,
-        )
-    };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(a)
-}
-
-/// `sched_setattr(2)` of thread `tid` (0: the caller).
-pub fn set_attr(tid: u32, a: &SchedAttr) -> std::io::Result<()> {
-    let mut a = *a;
-    a.size = ATTR_SIZE;
-    // SAFETY: `a` is a valid sched_attr of the size it declares.
-    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, tid as libc::pid_t, &a, 0) };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
 
 /// The attributes that undo a boost: the task's policy, flags, nice and RT
 /// priority as they were.
 pub fn restore_attr_of(saved: &SchedAttr) -> SchedAttr {
     SchedAttr {
-        size: ATTR_SIZE,
         sched_policy: saved.sched_policy,
         sched_flags: saved.sched_flags & SCHED_FLAG_RESET_ON_FORK,
         sched_nice: saved.sched_nice,
         sched_priority: saved.sched_priority,
-        ..Default::default()
+        ..empty()
     }
 }
 
@@ -122,20 +69,19 @@ pub fn restore_attr_of(saved: &SchedAttr) -> SchedAttr {
 /// for good if its 0-lag time had passed when it blocked: the kernel
 /// releases that bandwidth only from the 0-lag ("inactive") timer or for a
 /// queued task (kernel/sched/deadline.c, `task_non_contending()`,
-/// `switched_from_dl()`). Measured on Debian's 7.3.4: a 10 ms / 100 ms task
-/// made SCHED_OTHER while asleep left 0.1 CPU counted after it exited, and
-/// such leaks add up until the kernel refuses every DL admission and
-/// ext_server write (EBUSY). A change of a DL task's own parameters is
-/// accounted at once, so a sleeping boosted task is first given a
-/// reservation of zero bandwidth ([`dl_zero_attr`]), then its policy.
+/// `switched_from_dl()`), and such leaks add up until the kernel refuses
+/// every DL admission and ext_server write (EBUSY). A change of a DL task's
+/// own parameters is accounted at once, so a sleeping boosted task is first
+/// given a reservation of zero bandwidth ([`dl_zero_attr`]), then its policy.
 /// Only a sleeping task with runtime left: one whose runtime is used up
 /// (negative after an overrun) is throttled, its 0-lag timer releases the
 /// bandwidth, and its replenishment timer, were its reservation shrunk,
 /// would push its deadline far out (runtime is added a period at a time
 /// until positive), and a later boost keeps a deadline that has not passed.
 /// A runnable task is not shrunk either: the kernel releases its bandwidth
-/// at its 0-lag time, and shrinking every restore (tried) broke kernel-cut
-/// boosts and once drove total_bw negative. A failed shrink is ignored.
+/// at its 0-lag time (docs/design.md, Decisions: "Zero-bandwidth
+/// reservation before restoring a sleeping DL boost"). A failed shrink is
+/// ignored.
 /// Errors: those of the restoring `sched_setscheduler()`.
 pub fn unboost(tid: u32, saved: &SchedAttr, now: &SchedAttr) -> std::io::Result<()> {
     if now.sched_policy == SCHED_DEADLINE
@@ -213,17 +159,6 @@ pub fn restore_due(now: &SchedAttr, boost: &SchedAttr, saved: &SchedAttr) -> std
     }
 }
 
-/// Period of the zero-bandwidth reservation, ns: with [`DL_MIN_RUNTIME_NS`]
-/// per period, the kernel's bandwidth (runtime << 20) / period rounds to 0
-/// for any period above 1.07 s (kernel/sched/core.c `to_ratio()`); 2 s is
-/// within the default `kernel.sched_deadline_period_max_us` (4.19 s).
-pub const DL_ZERO_BW_PERIOD_NS: u64 = 2_000_000_000;
-
-/// A SCHED_DEADLINE reservation the kernel counts as zero bandwidth.
-pub fn dl_zero_attr() -> SchedAttr {
-    deadline_attr(DL_MIN_RUNTIME_NS, DL_ZERO_BW_PERIOD_NS)
-}
-
 /// Runtime left in `tid`'s current SCHED_DEADLINE period, ns (`dl.runtime`
 /// in /proc/PID/sched; negative after an overrun). `None` when unreadable.
 pub fn dl_runtime_left(tid: u32) -> Option<i64> {
@@ -238,31 +173,14 @@ pub fn parse_dl_runtime(s: &str) -> Option<i64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// SCHED_DEADLINE boost: `runtime_ns` every `period_ns` (deadline = period;
-/// the period raised to the runtime and to [`DL_MIN_PERIOD_NS`] if shorter).
-pub fn deadline_attr(runtime_ns: u64, period_ns: u64) -> SchedAttr {
-    let runtime = runtime_ns.max(DL_MIN_RUNTIME_NS);
-    let period = period_ns.max(runtime).max(DL_MIN_PERIOD_NS);
-    SchedAttr {
-        size: ATTR_SIZE,
-        sched_policy: SCHED_DEADLINE,
-        sched_flags: SCHED_FLAG_RESET_ON_FORK,
-        sched_runtime: runtime,
-        sched_deadline: period,
-        sched_period: period,
-        ..Default::default()
-    }
-}
-
 /// SCHED_FIFO boost one above `above` (the RT priority to beat), capped at
 /// [`MAX_BOOST_PRIO`].
 pub fn fifo_attr(above: u32) -> SchedAttr {
     SchedAttr {
-        size: ATTR_SIZE,
         sched_policy: SCHED_FIFO,
         sched_flags: SCHED_FLAG_RESET_ON_FORK,
         sched_priority: (above + 1).clamp(1, MAX_BOOST_PRIO),
-        ..Default::default()
+        ..empty()
     }
 }
 
@@ -448,16 +366,14 @@ impl Journal {
                 // SAFETY: in bounds.
                 let r = unsafe { std::ptr::read_volatile(self.map.add(i)) };
                 let saved = SchedAttr {
-                    size: ATTR_SIZE,
                     sched_policy: r.policy,
                     sched_flags: r.flags as u64,
                     sched_nice: r.nice,
                     sched_priority: r.prio,
-                    ..Default::default()
+                    ..empty()
                 };
                 // Every boost sets reset-on-fork (not stored); a raise does not.
                 let boost = SchedAttr {
-                    size: ATTR_SIZE,
                     sched_policy: r.b_policy,
                     sched_flags: if state == REC_BOOSTED {
                         SCHED_FLAG_RESET_ON_FORK
@@ -468,7 +384,7 @@ impl Journal {
                     sched_runtime: r.b_runtime,
                     sched_deadline: r.b_period,
                     sched_period: r.b_period,
-                    ..Default::default()
+                    ..empty()
                 };
                 (
                     i,
@@ -538,12 +454,11 @@ pub fn replay_legacy(path: &Path) -> (usize, usize) {
             let tid = u32_at(4);
             let start = u64::from_ne_bytes(rec[8..16].try_into().unwrap());
             let saved = SchedAttr {
-                size: ATTR_SIZE,
                 sched_policy: u32_at(16),
                 sched_flags: u32_at(20) as u64,
                 sched_nice: u32_at(24) as i32,
                 sched_priority: u32_at(28),
-                ..Default::default()
+                ..empty()
             };
             let (Some((now_start, _)), Ok(now)) = (stat_of(tid), get_attr(tid)) else {
                 continue;
@@ -783,15 +698,13 @@ pub fn raised_kthreads() -> Vec<(usize, usize, u32)> {
 /// in one (or the FIFO 99 thread it wakes, when its priority inheritance
 /// ends at `rt_mutex_slowunlock()`) preempts it there, and an RT hog then
 /// keeps it off the CPU: the grace period cannot end, and sched_ext answers
-/// the RCU stall by ejecting the scheduler. Traced on 7.3.4-rt: irq_work/1
-/// preempted at nesting 3 in `rt_mutex_slowunlock()` under an RR 25 hog,
-/// stall after 5 s, ejected ("RCU CPU stall").
+/// the RCU stall by ejecting the scheduler.
 ///
 /// rcuc/N: RCU's per-CPU core work (`rcutree.use_softirq=0`, PREEMPT_RT's
 /// default) runs with bottom halves disabled. Preempted there by an RT hog
 /// (or by a SCHED_DEADLINE boost, after which the hog runs first), it holds
-/// up every grace period: seen on 7.3.4-rt, the reader `rcuc/1` behind a
-/// FIFO 99 hog with `sched_rt_runtime_us` -1, ejected ("RCU CPU stall").
+/// up every grace period, and sched_ext ejects the scheduler ("RCU CPU
+/// stall").
 ///
 /// ktimers/N: PREEMPT_RT runs the timer softirq (timer-wheel callbacks,
 /// delayed work among them) in this thread at FIFO 1. An RT hog above it
@@ -799,10 +712,7 @@ pub fn raised_kthreads() -> Vec<(usize, usize, u32)> {
 /// delayed work: queued on a CPU a hog then holds, it never runs, and after
 /// the watchdog timeout the kernel ejects the BPF scheduler ("watchdog
 /// failed to check in"). The timer goes to the CPU that queues it unless
-/// `nohz_full=` moves it to a housekeeping CPU. Measured on 7.3.4-rt
-/// without `nohz_full` (bench/fork-hog-guest): ejected in 2 of 3 rounds
-/// under a FIFO 50 hog, 0 of 4 with ktimers/N raised (and 0 of 2 raised by
-/// hand), stock 0 of 5.
+/// `nohz_full=` moves it to a housekeeping CPU.
 ///
 /// rcub/N: RCU priority boosting (CONFIG_RCU_BOOST, on in Debian's
 /// PREEMPT_RT kernel) lends a reader preempted inside a read-side section,
@@ -812,8 +722,7 @@ pub fn raised_kthreads() -> Vec<(usize, usize, u32)> {
 /// FIFO 1 that moves a normal reader out of sched_ext into the RT class,
 /// where no ext_server or fair_server serves it and any RT hog above 1 keeps
 /// it off its CPU; the unload of a BPF scheduler waits for a grace period,
-/// so scx_floor's own exit then hangs (seen on 7.3.4-rt: a
-/// `systemd-udevd` worker under a FIFO 99 hog). Raised, the reader
+/// so scx_floor's own exit then hangs. Raised, the reader
 /// inherits FIFO 99 and runs before any hog below 99; the server's look
 /// through /proc finds such a reader too (its policy is still normal) but
 /// only while scx_floor serves, up to a second later, and not during the
@@ -821,7 +730,9 @@ pub fn raised_kthreads() -> Vec<(usize, usize, u32)> {
 ///
 /// At FIFO 99 no hog preempts them (equal priorities do not preempt), a
 /// boost that does hands the CPU back to them before the hog, and the
-/// threads they wake queue behind them; their items are short.
+/// threads they wake queue behind them; their items are short. What was
+/// seen without each raise: docs/design.md, Restore protocol, item 6, and
+/// Decisions: "Kernel threads raised to FIFO 99 on PREEMPT_RT".
 pub struct KthreadRaise {
     journal: Journal,
     /// (record, tid)
@@ -846,10 +757,9 @@ impl KthreadRaise {
             }
             let i = BOOST_RECS + kind * MAX_CPUS + cpu;
             let attr = SchedAttr {
-                size: ATTR_SIZE,
                 sched_policy: SCHED_FIFO,
                 sched_priority: RAISE_PRIO,
-                ..Default::default()
+                ..empty()
             };
             let e = Entry {
                 tid,
@@ -897,11 +807,6 @@ impl Drop for KthreadRaise {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn attr_is_the_kernel_ver0_size() {
-        assert_eq!(ATTR_SIZE, 48);
-    }
 
     #[test]
     fn stat_parsing_survives_odd_names() {
@@ -966,7 +871,7 @@ mod tests {
             sched_policy: 3,
             sched_nice: 5,
             sched_flags: 0x21,
-            ..Default::default()
+            ..empty()
         };
         let r = restore_attr_of(&saved);
         assert_eq!((r.sched_policy, r.sched_nice, r.sched_flags), (3, 5, 1));
@@ -989,7 +894,7 @@ mod tests {
                 sched_policy: 3, // SCHED_BATCH
                 sched_flags: SCHED_FLAG_RESET_ON_FORK,
                 sched_nice: saved.sched_nice,
-                ..Default::default()
+                ..empty()
             };
             restore_policy(me, &to).unwrap();
             let now = get_attr(me).unwrap();
@@ -1057,7 +962,7 @@ mod tests {
             sched_nice: -3,
             sched_policy: 3,
             sched_flags: 1,
-            ..Default::default()
+            ..empty()
         };
         let e = Entry {
             tid: 42,
@@ -1083,7 +988,7 @@ mod tests {
                 Some(777),
                 Some(&SchedAttr {
                     sched_policy: SCHED_OTHER,
-                    ..Default::default()
+                    ..empty()
                 })
             ),
             "already restored"
@@ -1140,7 +1045,7 @@ mod tests {
             &Entry {
                 tid: 4_194_305,
                 start: 1,
-                saved: SchedAttr::default(),
+                saved: empty(),
                 boost: fifo_attr(1),
             },
         );
@@ -1161,13 +1066,13 @@ mod tests {
         let live = Entry {
             tid: me,
             start,
-            saved: SchedAttr::default(),
+            saved: empty(),
             boost: fifo_attr(1),
         };
         let gone = Entry {
             tid: 4_194_305,
             start: 1,
-            saved: SchedAttr::default(),
+            saved: empty(),
             boost: fifo_attr(1),
         };
         // the same tid, another task (another start time): not ours to keep
@@ -1214,7 +1119,7 @@ mod tests {
         let saved = SchedAttr {
             sched_policy: SCHED_FIFO,
             sched_priority: 1,
-            ..Default::default()
+            ..empty()
         };
         let e = Entry {
             tid: 30,
@@ -1225,7 +1130,7 @@ mod tests {
         let at = |policy, prio| SchedAttr {
             sched_policy: policy,
             sched_priority: prio,
-            ..Default::default()
+            ..empty()
         };
         assert!(raise_needs_restore(&e, Some(13), Some(&at(SCHED_FIFO, 99))));
         assert!(
@@ -1256,11 +1161,11 @@ mod tests {
             let e = Entry {
                 tid: 4_194_306,
                 start: 7,
-                saved: SchedAttr::default(),
+                saved: empty(),
                 boost: SchedAttr {
                     sched_policy: SCHED_FIFO,
                     sched_priority: RAISE_PRIO,
-                    ..Default::default()
+                    ..empty()
                 },
             };
             j.record_as(rcuc_1, &e, REC_RAISED);
@@ -1281,11 +1186,11 @@ mod tests {
         let e = Entry {
             tid: 17,
             start: 3,
-            saved: SchedAttr::default(),
+            saved: empty(),
             boost: SchedAttr {
                 sched_policy: SCHED_FIFO,
                 sched_priority: RAISE_PRIO,
-                ..Default::default()
+                ..empty()
             },
         };
         j.record_as(rcub_0, &e, REC_RAISED);
@@ -1307,7 +1212,7 @@ mod tests {
         let gone = Entry {
             tid: 4_194_305,
             start: 1,
-            saved: SchedAttr::default(),
+            saved: empty(),
             boost: fifo_attr(1),
         };
         j.record(3, &gone);

@@ -14,9 +14,8 @@
 //! later admission check fails with EBUSY, and sched_ext's disable cannot
 //! re-attach the fair_server ("failed to re-attach fair_server on CPU N",
 //! a WARNING in `scx_root_disable()`), which leaves normal tasks with no
-//! server against RT hogs until reboot. Measured on Debian's 7.3.4 (VM, 2
-//! CPUs, SIGKILL during a `--boost deadline` boost): `total_bw` -731016
-//! after the guardian put the sysctl back, against 104856 at boot.
+//! server against RT hogs until reboot (docs/design.md, "Putting
+//! sched_rt_runtime_us back").
 //!
 //! Bandwidths are in the kernel's fixed point: 1 << 20 is one CPU
 //! (`to_ratio()`, kernel/sched/core.c).
@@ -24,7 +23,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::boost;
+use crate::attr;
 
 /// The kernel's `BW_SHIFT`: bandwidth 1 << 20 is one whole CPU.
 pub const BW_SHIFT: u32 = 20;
@@ -108,8 +107,8 @@ fn servers_bw(debug_sched: &Path, cpus: &[usize], fair: bool, ext: bool) -> Opti
 /// Bandwidth of one task's reservation as the kernel counts it: 0 unless
 /// SCHED_DEADLINE (and not a schedutil worker); the period is the deadline
 /// when 0 (`__setparam_dl()`).
-pub fn task_bw(attr: &boost::SchedAttr) -> u64 {
-    if attr.sched_policy != boost::SCHED_DEADLINE || attr.sched_flags & SCHED_FLAG_SUGOV != 0 {
+pub fn task_bw(attr: &attr::SchedAttr) -> u64 {
+    if attr.sched_policy != attr::SCHED_DEADLINE || attr.sched_flags & SCHED_FLAG_SUGOV != 0 {
         return 0;
     }
     let period = if attr.sched_period != 0 {
@@ -140,7 +139,7 @@ fn live_tasks_bw() -> u64 {
         };
         for t in tasks.flatten() {
             if let Ok(tid) = t.file_name().to_string_lossy().parse::<u32>() {
-                sum += boost::get_attr(tid).map(|a| task_bw(&a)).unwrap_or(0);
+                sum += attr::get_attr(tid).map(|a| task_bw(&a)).unwrap_or(0);
             }
         }
     }
@@ -212,7 +211,7 @@ mod tests {
         assert_eq!(to_ratio(0, 5), 0);
         assert_eq!(to_ratio(1_000_000_000, 0), 0);
         // the zero-bandwidth reservation rounds to 0
-        let z = boost::dl_zero_attr();
+        let z = attr::dl_zero_attr();
         assert_eq!(to_ratio(z.sched_period, z.sched_runtime), 0);
     }
 
@@ -258,7 +257,7 @@ mod tests {
 
     #[test]
     fn task_bw_counts_only_deadline_reservations() {
-        let dl = boost::deadline_attr(10_000_000, 100_000_000);
+        let dl = attr::deadline_attr(10_000_000, 100_000_000);
         assert_eq!(task_bw(&dl), to_ratio(100_000_000, 10_000_000));
         let mut by_deadline = dl;
         by_deadline.sched_period = 0;
@@ -266,6 +265,13 @@ mod tests {
         let mut sugov = dl;
         sugov.sched_flags |= SCHED_FLAG_SUGOV;
         assert_eq!(task_bw(&sugov), 0);
-        assert_eq!(task_bw(&boost::fifo_attr(10)), 0);
+        assert_eq!(
+            task_bw(&attr::SchedAttr {
+                sched_policy: attr::SCHED_FIFO,
+                sched_priority: 10,
+                ..attr::empty()
+            }),
+            0
+        );
     }
 }

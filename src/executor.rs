@@ -4,21 +4,21 @@
 //! each one when the boosted task has run its share.
 //!
 //! Why: the RT task that holds a served CPU sees every run of a scx_floor
-//! thread on that CPU as noise (S0). The server thread's step (sample the
-//! BPF maps, choose, journal) cost 1-6 ms under TCG, traced with sched_switch
-//! and raw_syscalls events; the probe on the served CPU saw a 3.7-6.4 ms gap
-//! per boost. So the server thread (the planner) now runs on another CPU, and
-//! only the two `sched_setattr()` calls of a boost run here: 0.1-0.3 ms each
-//! under TCG. A boost made from another CPU instead ends late: its end needs
-//! the planner's wake-up there and an IPI here, 0.3-1.5 ms measured; here it
-//! is a local hrtimer wake-up and a local reschedule.
+//! thread on that CPU as noise (S0), and the server thread's step (sample
+//! the BPF maps, choose, journal) takes milliseconds under TCG. So the
+//! server thread (the planner) runs on another CPU, and only the two
+//! `sched_setattr()` calls of a boost run here. A boost made from another
+//! CPU instead ends late: its end needs the planner's wake-up there and an
+//! IPI here; here it is a local hrtimer wake-up and a local reschedule
+//! (docs/design.md, Decisions: "Planner and executor").
 //!
 //! SCHED_DEADLINE boosts do not come here: the kernel ends them itself.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::boost::{self, SchedAttr};
+use crate::attr::{self, SchedAttr};
+use crate::boost;
 use crate::sched::BpfView;
 use crate::sys::monotonic_ns;
 
@@ -59,8 +59,8 @@ struct State {
 
 /// The shared state of one CPU's executor and its planner. The planner
 /// never waits for the executor while it serves, and the executor never
-/// wakes the planner: a wake-up across CPUs from the served CPU was traced
-/// to pull the planner onto it (RT pull at the executor's sleep). Results
+/// wakes the planner: a wake-up across CPUs from the served CPU can pull
+/// the planner onto it (RT pull at the executor's sleep). Results
 /// are kept per post (an id), so a task boosted again is never confused
 /// with its previous boost.
 #[derive(Default)]
@@ -130,9 +130,9 @@ impl Executor {
                 let (pid, ran, _) = view.slot(slot);
                 (pid, ran)
             },
-            boost::set_attr,
-            boost::restore_policy,
-            boost::get_attr,
+            boost::make_boost,
+            boost::end_boost,
+            attr::get_attr,
         )
     }
 
@@ -140,7 +140,7 @@ impl Executor {
     /// returns a boost slot's (tid, run time in ns); `set_attr` boosts a
     /// task; `restore` gives it the policy of its saved attributes
     /// ([`boost::restore_policy`]); `current` reads a task's attributes
-    /// ([`boost::get_attr`]).
+    /// ([`attr::get_attr`]).
     fn run_with(
         &self,
         slot: impl Fn(usize) -> (u32, u64),
@@ -388,7 +388,7 @@ mod tests {
     }
 
     fn attrs() -> (SchedAttr, SchedAttr) {
-        (boost::fifo_attr(1), SchedAttr::default())
+        (boost::fifo_attr(1), attr::empty())
     }
 
     #[track_caller]
@@ -502,7 +502,7 @@ mod tests {
             // moved to SCHED_BATCH: changed, nothing set
             let batch = SchedAttr {
                 sched_policy: 3,
-                ..Default::default()
+                ..attr::empty()
             };
             let e = end_at(batch).unwrap_err();
             assert_eq!(e.raw_os_error(), Some(boost::ERR_CHANGED));
@@ -548,8 +548,7 @@ mod tests {
     #[test]
     fn an_end_asked_while_the_boost_is_made_is_seen() {
         // The executor's system call runs unlocked: the planner's end in
-        // that window must find the boost (it once found nothing and the
-        // task stayed boosted).
+        // that window must find the boost, or the task stays boosted.
         let ex = Executor::default();
         let (b, rs) = attrs();
         let id = ex.post(7, 0, &b, &rs, 1_000_000_000);
@@ -559,7 +558,7 @@ mod tests {
                 ex.run_with(
                     |_| (7, 0),
                     |tid, a| {
-                        if a.sched_policy == boost::SCHED_FIFO {
+                        if a.sched_policy == attr::SCHED_FIFO {
                             // the planner asks the end during the call
                             assert!(matches!(ex.end(id), End::Pending));
                         }

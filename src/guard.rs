@@ -8,10 +8,9 @@
 //!
 //! The pipe closes only when the last thread of scx_floor has exited, and a
 //! thread pinned to a served CPU waits there behind any boost it did not
-//! end (measured on 7.3.4-rt: a SIGKILL during a SCHED_DEADLINE boost kept
-//! the slice-end thread of CPU 1 runnable, and the process alive, for 0.4 to
-//! 1.7 s). So the guardian also checks, every `STOP_POLL_MS`, whether
-//! scx_floor is exiting ([`is_exiting_stat`]) and replays the journals then.
+//! end (docs/design.md, Restore protocol, item 4). So the guardian also
+//! checks, every `STOP_POLL_MS`, whether scx_floor is exiting
+//! ([`is_exiting_stat`]) and replays the journals then.
 //!
 //! While scx_floor is stopped (SIGSTOP, SIGTSTP, a debugger) its server
 //! threads cannot end a boost on time, and the kernel's ext_server is off on
@@ -42,6 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Result};
 
+use crate::attr;
 use crate::boost::{self, Journal};
 use crate::sys::{housekeeping_of, nohz_full_cpus, online_cpus};
 
@@ -161,6 +161,9 @@ fn replay(
     keep_trying: &dyn Fn() -> bool,
     tasks: fn(&Journal) -> usize,
 ) -> (usize, usize) {
+    if crate::fault::is(crate::fault::Fault::NoRestore) {
+        return (0, 0);
+    }
     let tasks = Journal::open(&crate::state::journal_path(state_dir))
         .map(|j| tasks(&j))
         .unwrap_or(0);
@@ -199,9 +202,8 @@ pub fn ours_attached(state: &str, ops: &str) -> bool {
 /// Ejects the loaded BPF scheduler (SysRq-S: the kernel puts every task
 /// back in the fair class) if it is scx_floor's; returns whether it did.
 /// For a scx_floor that cannot finish exiting: until its last thread is
-/// gone its scheduler stays attached, and on 7.3.4-rt such an exit has
-/// been seen to hang for good (the SIGKILLed main thread running in the
-/// kernel, its normal tasks never reaching their own exit).
+/// gone its scheduler stays attached, and such an exit can hang for good
+/// (docs/design.md, Restore protocol, item 7).
 fn eject_if_ours() -> bool {
     let dir = Path::new(crate::checks::SCX_SYSFS);
     let state = std::fs::read_to_string(dir.join("state")).unwrap_or_default();
@@ -341,12 +343,12 @@ fn become_guardian() {
         }
         Err(e) => say!("scx-floor-guard: could not keep to the housekeeping CPUs: {e:#}"),
     }
-    let _ = boost::set_attr(
+    let _ = attr::set_attr(
         0,
-        &boost::SchedAttr {
-            sched_policy: boost::SCHED_FIFO,
+        &attr::SchedAttr {
+            sched_policy: attr::SCHED_FIFO,
             sched_priority: 99,
-            ..Default::default()
+            ..attr::empty()
         },
     );
 }

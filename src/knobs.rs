@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The one module that changes kernel knobs: the kernel's ext_server runtime
-//! per CPU (debugfs) and, only when asked (`--rt-runtime-unlimited`),
-//! kernel.sched_rt_runtime_us. Each original value is journaled before the first
-//! write and written back on every exit path (see `boost.rs` for the journal
-//! and the guardian that replays it after a SIGKILL).
+//! The journal through which both binaries change kernel knobs: each
+//! original value is journaled in a root-only directory before the first
+//! write, and written back on every exit path. scx_floor changes the
+//! kernel's ext_server runtime per CPU (debugfs) and, only when asked
+//! (`--rt-runtime-unlimited`), kernel.sched_rt_runtime_us; its guardian or
+//! its next start replays the journal after a SIGKILL. scx_floor-ab changes
+//! the servers, `base_slice_ns`, sysctls and rtla's osnoise settings; its
+//! next run replays its journal.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,6 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::state::{private_dir, write_atomic};
+use crate::sys::read_knob;
 
 /// debugfs directory of the kernel's sched_ext dl_server (Linux >= 6.17).
 pub const EXT_SERVER_DIR: &str = "/sys/kernel/debug/sched/ext_server";
@@ -64,13 +68,38 @@ impl Knobs {
     /// already journaled original is kept: it is the one to restore).
     /// Errors: the knob cannot be read or written; nothing is changed then.
     pub fn set(&self, path: &Path, value: &str) -> Result<()> {
+        self.save(path)?;
+        fs::write(path, value).with_context(|| format!("writing {value} to {}", path.display()))
+    }
+
+    /// Journals the value `path` has now, unless one is journaled already,
+    /// without writing it: for a knob another program changes on the
+    /// caller's behalf (rtla's osnoise settings). Errors: the knob cannot be
+    /// read, or the journal cannot be written.
+    pub fn save(&self, path: &Path) -> Result<()> {
         let entry = self.dir.join(key_of(path));
         if !entry.exists() {
-            let orig =
-                fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            write_atomic(&entry, &format!("{}\n{}\n", path.display(), orig.trim()))?;
+            let orig = read_knob(path)?;
+            write_atomic(&entry, &format!("{}\n{orig}\n", path.display()))?;
         }
-        fs::write(path, value).with_context(|| format!("writing {value} to {}", path.display()))
+        Ok(())
+    }
+
+    /// The knobs journaled and not restored yet: (path, original value).
+    pub fn pending(&self) -> Vec<(PathBuf, String)> {
+        let Ok(rd) = fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut out: Vec<_> = rd
+            .flatten()
+            .filter_map(|e| {
+                let s = fs::read_to_string(e.path()).ok()?;
+                let (p, v) = parse_entry(&s)?;
+                Some((PathBuf::from(p), v.to_string()))
+            })
+            .collect();
+        out.sort();
+        out
     }
 
     /// Writes back every journaled value and forgets it. Returns the knobs
@@ -81,8 +110,8 @@ impl Knobs {
     /// bandwidth of tasks boosted a moment ago is still counted in the root
     /// domain's dl_bw->total_bw (the kernel releases it at each task's 0-lag
     /// time, about one server period later, later by overrun x period /
-    /// runtime after an overrun; measured: EBUSY right after a SIGKILL, and
-    /// in CI for over 2 s after SysRq-S ejected scx_floor during boosts).
+    /// runtime after an overrun; docs/design.md, Decisions: "EBUSY retried
+    /// for 10 s").
     ///
     /// sched_rt_runtime_us goes last, after a wait for the SCHED_DEADLINE
     /// bandwidth of ended boosts to be released ([`wait_dl_released`]).
@@ -176,11 +205,11 @@ fn is_rt_limit(entry: &Path) -> bool {
 /// released before sched_rt_runtime_us is written back, ms. A boost's
 /// deadline is at most one server period (at most 1 s) after it starts, and
 /// the kernel releases its bandwidth at its 0-lag time: by that deadline,
-/// later only by an overrun scaled by period / runtime. Measured after a
-/// SIGKILL during a boost: 0-230 ms. Bandwidth still counted after this is
-/// taken as leaked for good (a boost ended while its task slept past its
-/// 0-lag time: no timer will release it), which the write's recomputation
-/// of the total drops, as it should.
+/// later only by an overrun scaled by period / runtime. Bandwidth still
+/// counted after this is taken as leaked for good (a boost ended while its
+/// task slept past its 0-lag time: no timer will release it), which the
+/// write's recomputation of the total drops, as it should (docs/design.md,
+/// "Putting sched_rt_runtime_us back").
 pub const DL_RELEASE_WAIT_MS: u64 = 2000;
 
 /// `entries` (knob journal files) in restore order: sched_rt_runtime_us
@@ -270,8 +299,8 @@ fn recount_if_wrapped(until: std::time::Instant, keep_trying: &dyn Fn() -> bool)
 }
 
 /// How long a restore refused with EBUSY is retried, ms: ten times the
-/// longest server period (1 s). 2 s was too short once in CI (t_faults,
-/// SysRq-S during boosts); the next start restored the knob 10 s later.
+/// longest server period (1 s; docs/design.md, Decisions: "EBUSY retried
+/// for 10 s").
 pub const BUSY_RETRY_MS: u64 = 10_000;
 
 enum Restored {
@@ -280,17 +309,28 @@ enum Restored {
     No,
 }
 
-/// Writes back the value journaled in `entry`; forgets the entry when done
-/// or when the knob is gone.
+/// The knob's path and original value in a journal entry's text.
+fn parse_entry(s: &str) -> Option<(&str, &str)> {
+    let mut lines = s.lines();
+    Some((lines.next()?, lines.next()?))
+}
+
+/// Writes back the value journaled in `entry`, unless the knob has it
+/// already (a write of a dl_server's runtime or period restarts that
+/// server, and one of sched_rt_runtime_us rebuilds the sched domains);
+/// forgets the entry when done or when the knob is gone.
 fn restore_one(entry: &Path) -> Restored {
     let Ok(s) = fs::read_to_string(entry) else {
         return Restored::No;
     };
-    let mut lines = s.lines();
-    let (Some(path), Some(val)) = (lines.next(), lines.next()) else {
+    let Some((path, val)) = parse_entry(&s) else {
         let _ = fs::remove_file(entry);
         return Restored::No;
     };
+    if read_knob(Path::new(path)).is_ok_and(|now| now == val) {
+        let _ = fs::remove_file(entry);
+        return Restored::No;
+    }
     match fs::write(path, val) {
         Ok(()) => {
             let _ = fs::remove_file(entry);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! What the scheduler (`scx_floor`) and its A/B harness (`scx_floor-ab`)
-//! share: the system helpers, the pre-flight checks, and the `--stats-json`
-//! document the scheduler writes and the harness reads. The scheduler's
+//! share: the system helpers, scheduling attributes, the pre-flight checks,
+//! the kernel-knob journal and its state directory, the SCHED_DEADLINE
+//! admission reader, and the `--stats-json` document the scheduler writes
+//! and the harness reads. The scheduler's
 //! own modules are in the binary (`main.rs`).
 
 /// The version both binaries print (`-V`, the log, ab.json): the package
@@ -9,10 +11,14 @@
 /// checkout, and the target triple, e.g. `0.1.0-g1a2b3c4d x86_64-unknown-linux-gnu`.
 pub const VERSION: &str = env!("SCX_FLOOR_VERSION");
 
+pub mod attr;
 pub mod bpf_intf;
 pub mod checks;
+pub mod dlbw;
 pub mod hist;
+pub mod knobs;
 pub mod slice;
+pub mod state;
 pub mod stats;
 pub mod sys;
 

@@ -3,22 +3,21 @@
 //! guaranteed bandwidth floor under real-time hogs and ends every slice on
 //! time with a per-CPU hrtimer. See docs/design.md for the design.
 
-use scx_floor::{bpf_intf, checks, hist, slice, stats, sys};
+use scx_floor::{attr, bpf_intf, checks, hist, knobs, slice, state, stats, sys};
 
 mod boost;
 mod bpf_skel;
 mod config;
-mod dlbw;
 mod executor;
+mod fault;
 mod guard;
-mod knobs;
+mod man;
 mod planner;
 mod policy;
 mod reach;
 mod sched;
 mod server;
 mod slicer;
-mod state;
 
 use std::mem::MaybeUninit;
 use std::path::Path;
@@ -36,7 +35,12 @@ use log::info;
 /// Must run as root on a kernel with sched_ext (CONFIG_SCHED_CLASS_EXT).
 /// Unloads on SIGINT or SIGTERM; the kernel falls back to its fair class.
 #[derive(Debug, Parser)]
-#[command(name = "scx_floor", version = scx_floor::VERSION)]
+#[command(
+    name = "scx_floor",
+    version = scx_floor::VERSION,
+    about = "A bandwidth floor for normal tasks under real-time hogs, and slices that end \
+             on time (a sched_ext scheduler)"
+)]
 pub struct Opts {
     /// Time slice of a normal task, in us (20 to 100000). A per-CPU hrtimer
     /// preempts the task when it expires.
@@ -160,6 +164,19 @@ pub struct Opts {
     /// Verbose output, including libbpf's.
     #[arg(short, long)]
     verbose: bool,
+
+    /// Put back what an scx_floor killed together with its guardian left
+    /// behind (the journals in /run/scx_floor: boosted tasks, kernel knobs,
+    /// raised kernel threads), then exit; loads nothing. For a service
+    /// manager's stop hook. A running scx_floor's lock is waited for (up to
+    /// 15 s). Exit status 0 when nothing is left to restore.
+    #[arg(long, exclusive = true)]
+    restore: bool,
+
+    /// Print this manual page, scx_floor(8), in roff and exit, e.g.
+    /// `scx_floor --man | sudo tee /usr/local/share/man/man8/scx_floor.8`.
+    #[arg(long, exclusive = true)]
+    man: bool,
 }
 
 /// `--timer-lead-us`: learned per CPU, or fixed (us).
@@ -246,7 +263,10 @@ fn server_config(opts: &Opts) -> Result<Option<server::ServerConfig>> {
     if opts.rt_runtime_unlimited && opts.boost == "fifo" {
         anyhow::bail!("--rt-runtime-unlimited is for SCHED_DEADLINE boosts: not with --boost fifo");
     }
-    let (runtime_ns, period_ns) = (rt * 1000, p * 1000);
+    let (mut runtime_ns, period_ns) = (rt * 1000, p * 1000);
+    if fault::is(fault::Fault::OverBudget) {
+        runtime_ns = (runtime_ns * 4).min(period_ns);
+    }
     Ok(Some(server::ServerConfig {
         runtime_ns,
         period_ns,
@@ -281,7 +301,8 @@ fn preflight(opts: &Opts) -> Result<(Option<server::ServerConfig>, slice::SliceM
 
 /// Restores what an earlier scx_floor whose guardian died with it left
 /// boosted or changed (its journals under `state_dir`), and says so.
-fn replay_leftovers(state_dir: &Path) {
+/// Returns the tasks, knobs and kernel threads restored.
+fn replay_leftovers(state_dir: &Path) -> (usize, usize, usize) {
     let (t, k, r) = guard::replay_all(state_dir, &|| true);
     let (lt, lr) = boost::replay_legacy(&state::legacy_journal_path(state_dir));
     let (t, r) = (t + lt, r + lr);
@@ -291,6 +312,36 @@ fn replay_leftovers(state_dir: &Path) {
             guard::raised_note(r)
         );
     }
+    (t, k, r)
+}
+
+/// `--restore`: replays the journals ([`replay_leftovers`]) once no
+/// scx_floor holds the state directory, and nothing else. Errors: not
+/// root; an scx_floor still holds the lock after [`LOCK_WAIT_MS`]; a
+/// journaled knob could not be put back (it stays journaled).
+fn restore_only() -> Result<()> {
+    checks::require_root(
+        unsafe { libc::geteuid() },
+        "the journals in /run/scx_floor are root's (try: sudo scx_floor --restore)",
+    )?;
+    let state_dir = Path::new(state::STATE_DIR);
+    let _lock = state::lock_state_dir(state_dir, LOCK_WAIT_MS)?;
+    let (t, k, r) = replay_leftovers(state_dir);
+    let left = knobs::Knobs::open(&state::knobs_dir(state_dir))?.pending();
+    if !left.is_empty() {
+        anyhow::bail!(
+            "{} knob(s) could not be put back and stay journaled: {}",
+            left.len(),
+            left.iter()
+                .map(|(p, v)| format!("{} = {v}", p.display()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if t + k + r == 0 {
+        info!("nothing to restore in {}", state_dir.display());
+    }
+    Ok(())
 }
 
 /// What the BPF loader takes from the options.
@@ -377,6 +428,9 @@ fn load_and_run(
 }
 
 fn run(opts: Opts) -> Result<()> {
+    if opts.restore {
+        return restore_only();
+    }
     // Nothing on the system changes before all of these pass.
     let pre = preflight(&opts)?;
     let state_dir = Path::new(state::STATE_DIR);
@@ -424,8 +478,29 @@ fn run(opts: Opts) -> Result<()> {
 
 fn main() {
     let opts = Opts::parse();
+    if opts.man {
+        use clap::CommandFactory;
+        use std::io::Write;
+        let page = man::render(Opts::command());
+        if let Err(e) = page.and_then(|p| std::io::stdout().write_all(&p)) {
+            eprintln!("scx_floor: --man: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if let Err(e) = init_log(opts.verbose) {
         eprintln!("scx_floor: cannot set up logging: {e}");
+    }
+    match fault::init_from_env() {
+        Ok(fault::Fault::None) => {}
+        Ok(f) => log::warn!(
+            "{f:?} injected for a test ({}): scx_floor is broken on purpose",
+            fault::ENV
+        ),
+        Err(e) => {
+            eprintln!("scx_floor: error: {e:#}");
+            std::process::exit(1);
+        }
     }
     if let Err(e) = run(opts) {
         eprintln!("scx_floor: error: {e:#}");

@@ -15,7 +15,8 @@ use std::sync::Mutex;
 use anyhow::{Context, Result};
 use log::{debug, info, warn};
 
-use crate::boost::{self, Entry, Journal, SchedAttr};
+use crate::attr::{self, SchedAttr};
+use crate::boost::{self, Entry, Journal};
 use crate::bpf_intf::floor_waiter as BpfWaiter;
 use crate::config::{BoostMode, PolicyConfig};
 use crate::executor::{End, Executor, StopOnDrop};
@@ -81,12 +82,10 @@ const PROC_SCAN_EVERY_NS: u64 = 1_000_000_000;
 /// kernel's ratio of about 1.25 per nice level (the sched_prio_to_weight
 /// table, kernel/sched/core.c), scaled to 100 at nice 0 as sched_ext's
 /// `p->scx.weight` is; kthread from the flags (field 9); start time (field
-/// 22). The map cannot be the only source: on 7.3.4-rt the kernel took
-/// tasks out of scx_floor's DSQs through `ops.dequeue()` (from its
-/// sched_ext_helper kthread) and left them queued on the CPU with no
-/// `ops.enqueue()`; they were never boosted again, and a task in an RCU
-/// read-side section among them stalled RCU until the kernel ejected the
-/// scheduler 21 s later.
+/// 22). The map cannot be the only source: the kernel may take a task out
+/// of scx_floor's DSQs through `ops.dequeue()` (from its sched_ext_helper
+/// kthread) and leave it queued on the CPU with no `ops.enqueue()`, where
+/// no boost would serve it again (docs/design.md, "The bandwidth server").
 fn runnable_on(cpu: usize) -> Vec<(u32, BpfWaiter)> {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -132,7 +131,7 @@ fn parse_runnable_waiter(stat: &str, cpu: usize) -> Option<BpfWaiter> {
     let field = |n: usize| f.get(n - 3).copied();
     if field(3)? != "R"
         || field(39)?.parse::<usize>().ok()? != cpu
-        || !boost::is_normal_policy(field(41)?.parse().ok()?)
+        || !attr::is_normal_policy(field(41)?.parse().ok()?)
     {
         return None;
     }
@@ -226,7 +225,7 @@ fn waiters_of(
 /// own policy already (the executor's restore); [`boost::ERR_CHANGED`] when
 /// it is at neither ([`boost::is_boost_of`]).
 fn restore_here(tid: u32, e: &Entry) -> std::io::Result<()> {
-    let now = boost::get_attr(tid)?;
+    let now = attr::get_attr(tid)?;
     if boost::restore_due(&now, &e.boost, &e.saved)? {
         boost::unboost(tid, &e.saved, &now)
     } else {
@@ -320,10 +319,10 @@ const HANDOFF_AFTER_NS: u64 = 100_000_000;
 /// to be handed over (monotonic ns; 0: no look needed): [`HANDOFF_AFTER_NS`]
 /// after the starvation began, and only while one is open (`starved_since_ns`
 /// != 0). Without one there is nothing to hand over, and the time would lie
-/// in the past: the planner, at SCHED_FIFO 99, then stepped back to back for
-/// as long as such a task was seen on its CPU (on PREEMPT_RT, 7.3.4-rt, a
-/// slice-end thread seen on CPU 0: ktimers/0 starved for 5 s, RCU stalled
-/// and the VM died, CI at 914f87b).
+/// in the past: the planner, at SCHED_FIFO 99, would step back to back for
+/// as long as such a task is seen on its CPU, and starve what else waits
+/// there (docs/design.md, Decisions: "The hand-off look only while a
+/// starvation is open").
 fn handoff_check_at(starved_since_ns: u64) -> u64 {
     if starved_since_ns == 0 {
         0
@@ -348,7 +347,7 @@ impl<'v> Planner<'v> {
         // and ended by the executor on the CPU itself.
         let kind_dl = self.mode == BoostMode::Deadline;
         let attr = if kind_dl {
-            boost::deadline_attr(budget_ns, deadline_ns)
+            attr::deadline_attr(budget_ns, deadline_ns)
         } else {
             boost::fifo_attr(self.hi_prio)
         };
@@ -365,7 +364,7 @@ impl<'v> Planner<'v> {
             return Err(e);
         }
         let res = if kind_dl {
-            boost::set_attr(tid, &attr)
+            boost::make_boost(tid, &attr)
         } else {
             match self.exec {
                 // Counted as made; a failure is settled at the next step.
@@ -381,7 +380,7 @@ impl<'v> Planner<'v> {
                     self.posted.push((tid, id, monotonic_ns()));
                     Ok(())
                 }
-                None => boost::set_attr(tid, &attr),
+                None => boost::make_boost(tid, &attr),
             }
         };
         if let Err(e) = res {
@@ -429,11 +428,11 @@ impl<'v> Planner<'v> {
             Ok(()) => false,
             Err(err) if err.raw_os_error() == Some(libc::ESRCH) => false,
             Err(err) if err.raw_os_error() == Some(boost::ERR_CHANGED) => {
-                let now = boost::get_attr(tid).map_or_else(
+                let now = attr::get_attr(tid).map_or_else(
                     |e| e.to_string(),
                     |a| format!("policy {}, priority {}", a.sched_policy, a.sched_priority),
                 );
-                let was = if boost.sched_policy == boost::SCHED_DEADLINE {
+                let was = if boost.sched_policy == attr::SCHED_DEADLINE {
                     format!(
                         "runtime {} ns, period {} ns",
                         boost.sched_runtime, boost.sched_period
@@ -543,7 +542,7 @@ impl<'v> Planner<'v> {
     fn step(&mut self) -> u64 {
         self.settle();
         let (s, hi_running, hi) = self.view.sample(self.cpu);
-        if hi.policy == boost::SCHED_FIFO || hi.policy == boost::SCHED_RR {
+        if hi.policy == attr::SCHED_FIFO || hi.policy == attr::SCHED_RR {
             self.hi_prio = hi.prio;
         }
         if let Some(next) = self.hand_off(&s, hi_running, hi) {
@@ -763,8 +762,8 @@ impl<'v> Planner<'v> {
             .map(|c| c.trim().to_string())
             .unwrap_or_else(|_| "?".into());
         let what = match hi.policy {
-            boost::SCHED_DEADLINE => "SCHED_DEADLINE".to_string(),
-            boost::SCHED_RR => format!("SCHED_RR {}", hi.prio),
+            attr::SCHED_DEADLINE => "SCHED_DEADLINE".to_string(),
+            attr::SCHED_RR => format!("SCHED_RR {}", hi.prio),
             _ => format!("SCHED_FIFO {}", hi.prio),
         };
         let head = format!(
@@ -911,8 +910,8 @@ impl<'v> Planner<'v> {
 /// is a CPU no RT task holds only while there is one: on PREEMPT_RT with
 /// `irqaffinity=0`, CPU 0 often runs a FIFO 50 interrupt thread, and a
 /// nohz_full CPU under an RR 25 hog is then the lowest. Its steps cost
-/// 1-6 ms under TCG and were, when it ran on the served CPU, the RT task's
-/// longest gaps (S0). The executor (`executor.rs`), pinned to the served
+/// 1-6 ms under TCG, which on the served CPU would be the RT task's longest
+/// gaps (S0). The executor (`executor.rs`), pinned to the served
 /// CPU, makes the SCHED_FIFO boosts there and ends them by a local timer. In kernel-cut and
 /// DEADLINE-only modes the kernel ends boosts and there is no executor.
 #[allow(clippy::too_many_arguments)]
@@ -944,7 +943,7 @@ pub fn serve_cpu(
                         .store(unsafe { libc::gettid() } as u32, Ordering::Relaxed);
                     let r = agent_setup(view, &[cpu]);
                     // warm up the system call's path
-                    let _ = boost::get_attr(0);
+                    let _ = attr::get_attr(0);
                     let ok = r.is_ok();
                     let _ = tx.send(r);
                     if ok {
@@ -1055,15 +1054,17 @@ impl<'v> Planner<'v> {
         let _ = runnable_on(self.cpu);
         // SAFETY: plain syscall.
         let _ = boost::stat_of(unsafe { libc::gettid() } as u32);
-        let _ = boost::get_attr(0);
+        let _ = attr::get_attr(0);
         let _ = self.journal.entries();
     }
 
     /// After a CPU hotplug event: reads the online CPUs again, lets the
     /// planner run on any online housekeeping CPU (a new one included), and
     /// pins the executor back to its CPU. The online set is re-read only
-    /// then: reading sysfs took 1.7 ms under TCG, and once per period it
-    /// delayed the activation step past the period's end.
+    /// then: a sysfs read costs milliseconds under TCG, and once per period
+    /// it would delay the activation step past the period's end
+    /// (docs/design.md, Decisions: "The online CPUs are re-read only after
+    /// a hotplug event").
     fn follow_hotplug(&mut self) {
         self.online = self
             .view

@@ -18,7 +18,8 @@
 //!   space can serve the CPU: scx_floor says so instead of delivering 0 in
 //!   silence.
 
-use crate::boost::{MAX_BOOST_PRIO, SCHED_DEADLINE, SCHED_FIFO, SCHED_RR};
+use crate::attr::{SCHED_DEADLINE, SCHED_FIFO, SCHED_RR};
+use crate::boost::MAX_BOOST_PRIO;
 
 /// How a served CPU's floor is delivered (the `by` column of `--stats`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -54,8 +55,9 @@ impl Reach {
 /// SCHED_FIFO boosts come first wherever they reach: the executor ends each
 /// on the CPU itself by a local hrtimer, while a SCHED_DEADLINE boost is
 /// made from another CPU and, changed back before its deadline, leaves the
-/// task's deadline entity throttled (see `CpuServer`'s `running` field):
-/// traced in kernel-cut mode, boosts that ran 5 of 50 ms in a period.
+/// task's deadline entity throttled (see `CpuServer`'s `running` field;
+/// docs/design.md, Decisions: "SCHED_FIFO boosts wherever they reach;
+/// SCHED_DEADLINE only above them").
 pub fn reach(policy: u32, prio: u32, deadline_ok: bool, ext_server: bool) -> Reach {
     let rt = policy == SCHED_FIFO || policy == SCHED_RR;
     if (rt && prio < MAX_BOOST_PRIO) || (!rt && policy != SCHED_DEADLINE) {

@@ -10,6 +10,7 @@ use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_report, UserExit
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::attr;
 use crate::bpf_intf::floor_boost_slot as BoostSlot;
 use crate::bpf_intf::floor_waiter as Waiter;
 use crate::bpf_skel::{types, BpfSkel, BpfSkelBuilder};
@@ -46,13 +47,13 @@ pub struct SchedConfig {
 /// that order: pinned first, at its normal policy, to a CPU an RT task hogs,
 /// it would never run again to raise itself.
 pub fn rt_setup(cpus: &[usize]) -> Result<()> {
-    let a = crate::boost::SchedAttr {
-        sched_policy: crate::boost::SCHED_FIFO,
+    let a = attr::SchedAttr {
+        sched_policy: attr::SCHED_FIFO,
         sched_priority: 99,
-        sched_flags: crate::boost::SCHED_FLAG_RESET_ON_FORK,
-        ..Default::default()
+        sched_flags: attr::SCHED_FLAG_RESET_ON_FORK,
+        ..attr::empty()
     };
-    crate::boost::set_attr(0, &a).context("sched_setattr(SCHED_FIFO 99) for the server thread")?;
+    attr::set_attr(0, &a).context("sched_setattr(SCHED_FIFO 99) for the server thread")?;
     crate::sys::pin_thread(0, cpus)
         .with_context(|| format!("pinning the server thread to CPUs {cpus:?}"))
 }
@@ -123,9 +124,10 @@ impl<'a> Scheduler<'a> {
         // Tasks with migration disabled come to ops.enqueue() too (the flag
         // is 0 on a kernel without it). Without it the kernel puts them on
         // their CPU's local DSQ itself; there, under an RT hog, the switch
-        // hook's re-enqueue of that DSQ put them straight back, until the
-        // kernel ejected the scheduler ("reenqueued 257 times without
-        // running", CI's t_rcu on 7.3.4), and no server saw them waiting.
+        // hook's re-enqueue of that DSQ puts them straight back until the
+        // kernel ejects the scheduler ("reenqueued N times without
+        // running"), and no server sees them waiting (docs/design.md, "The
+        // dispatcher").
         ops.flags |= *scx_utils::compat::SCX_OPS_ENQ_MIGRATION_DISABLED;
         let ro = skel.maps.rodata_data.as_mut().context("no rodata")?;
         ro.slice_ns = cfg.slice_ns;

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The state directory, /run/scx_floor: root-only, on tmpfs, gone at reboot.
-//! It holds the lock that keeps one scx_floor (or the guardian of one that
-//! exited) at a time, the boost journal (`boosted.v2.journal`, written by
-//! `boost.rs`) and the knob journal (`knobs/`, written by `knobs.rs`). The
-//! guardian (`guard.rs`) and the next start replay both journals.
+//! The state directories: root-only, on tmpfs, gone at reboot.
+//!
+//! scx_floor's, /run/scx_floor, holds the lock that keeps one scx_floor (or
+//! the guardian of one that exited) at a time, the boost journal
+//! (`boosted.v2.journal`, written by the scheduler's `boost.rs`) and the knob
+//! journal (`knobs/`, [`crate::knobs`]). Its guardian and its next start
+//! replay both journals. scx_floor-ab keeps its own lock and knob journal in
+//! /run/scx_floor-ab.
 
 use std::fs;
 use std::io::Write;
@@ -20,8 +23,7 @@ pub fn journal_path(state_dir: &Path) -> PathBuf {
 }
 
 /// The boost journal of scx_floor versions before the boost's attributes
-/// were journaled (32-byte records), replayed once at start by
-/// [`boost::replay_legacy`].
+/// were journaled (32-byte records), replayed once at start.
 pub fn legacy_journal_path(state_dir: &Path) -> PathBuf {
     state_dir.join("boosted.journal")
 }
@@ -62,9 +64,9 @@ pub fn write_atomic(path: &Path, data: &str) -> Result<()> {
     Ok(())
 }
 
-/// Takes `dir`/lock and holds it for the life of the process (its guardian
-/// inherits it, [`crate::guard::spawn`]): one scx_floor at a time, and none
-/// while an earlier one's guardian restores. Held by someone else, the lock
+/// Takes `dir`/lock and holds it while the returned file is open (a child
+/// forked without exec, such as scx_floor's guardian, shares it): one
+/// scx_floor at a time, and none while an earlier one's guardian restores. Held by someone else, the lock
 /// is tried every 50 ms for up to `wait_ms`; nothing has changed before it is
 /// taken. Errors: the directory cannot be made private, or the lock is still
 /// held after the wait.
@@ -92,8 +94,8 @@ pub fn lock_state_dir(dir: &Path, wait_ms: u64) -> Result<fs::File> {
         let waited = t0.elapsed().as_millis() as u64;
         if waited >= wait_ms {
             anyhow::bail!(
-                "another scx_floor, or the guardian (scx-floor-guard) of one that exited, \
-                 has held {}/lock for {waited} ms",
+                "{}/lock has been held for {waited} ms by another scx_floor (or by the \
+                 guardian, scx-floor-guard, of one that exited) or scx_floor-ab",
                 dir.display()
             );
         }
@@ -120,7 +122,7 @@ mod tests {
         let held = lock_state_dir(&d, 0).unwrap();
         let t0 = std::time::Instant::now();
         let e = lock_state_dir(&d, 120).unwrap_err().to_string();
-        assert!(e.contains("has held"), "{e}");
+        assert!(e.contains("has been held"), "{e}");
         assert!(t0.elapsed() >= std::time::Duration::from_millis(120));
         drop(held);
         assert!(lock_state_dir(&d, 0).is_ok());

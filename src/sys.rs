@@ -173,9 +173,10 @@ impl Drop for StopFd {
 /// (`mlockall(MCL_CURRENT | MCL_FUTURE)`), so that its real-time threads
 /// never wait for a page fault while an RT task holds their CPU. The
 /// scheduler calls it before the BPF scheduler is attached: in a fresh boot,
-/// faulting the binary in over the VM's 9p root took over a second, and a
-/// hog started as soon as sched_ext reported "enabled" starved its CPU for
-/// 1.2-2.4 s before the server thread ran. Errors: the `mlockall` error
+/// faulting the binary in (over a VM's 9p root, say) would let a hog started
+/// as soon as sched_ext reports "enabled" starve its CPU before the server
+/// thread runs (docs/design.md, Decisions: "All memory locked before
+/// attaching"). Errors: the `mlockall` error
 /// (EPERM without CAP_IPC_LOCK, ENOMEM beyond RLIMIT_MEMLOCK).
 pub fn lock_memory() -> std::io::Result<()> {
     // SAFETY: plain syscall.
@@ -183,6 +184,26 @@ pub fn lock_memory() -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Reads a kernel knob (sysfs, debugfs, procfs, tracefs), trimmed. Read with a 4 KiB buffer: some files
+/// refuse a read shorter than their whole text (tracefs' osnoise/cpus
+/// answered std::fs::read_to_string with EINVAL on 7.3.4).
+/// Errors: the file cannot be opened or read.
+pub fn read_knob(path: &std::path::Path) -> Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).trim().to_string())
 }
 
 #[cfg(test)]

@@ -483,6 +483,14 @@ fn run(opts: Opts) -> Result<i32> {
     let t_start = Instant::now();
     // Checks before anything changes.
     let p = plan(&opts)?;
+    // held until the harness exits: one harness at a time
+    let (_state, back) = sys::open_state(Path::new(sys::STATE_DIR))?;
+    for (knob, v) in back {
+        log::warn!(
+            "put {} back to {v}: a scx_floor-ab killed before its cleanup left it changed",
+            knob.display()
+        );
+    }
     sys::become_controller(p.ctl)?;
     ctrlc::set_handler(|| {
         eprintln!("scx_floor-ab: interrupted: stopping workloads and scx_floor, restoring knobs");
@@ -618,8 +626,9 @@ fn main() {
                 cap,
             } => {
                 // A probe that page-faults measures the file system, not the
-                // scheduler: measured in t_starve, the probe's pages came back
-                // over the guest's 9p root (TASK_KILLABLE) in rescued runs.
+                // scheduler: over a 9p root its pages come back in a
+                // TASK_KILLABLE wait (docs/design.md, Decisions: "The clock
+                // probe locks its memory").
                 if let Err(e) = sys::lock_memory() {
                     eprintln!("probe: mlockall: {e} (gaps may include page faults)");
                 }

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use scx_floor::checks::{self, ScxState};
+use scx_floor::knobs::Knobs;
+pub use scx_floor::sys::read_knob;
 
 /// Where sched_ext shows its state.
 pub const SCX: &str = checks::SCX_SYSFS;
@@ -258,13 +260,12 @@ impl Drop for Watchdog {
     }
 }
 
-/// What must be undone on any exit: workloads to kill, an scx_floor to stop,
-/// knobs to put back (path, original value), in the order they were changed.
+/// What must be undone on any exit besides the knobs (journaled, [`open_state`]):
+/// workloads to kill, an scx_floor to stop.
 #[derive(Default)]
 struct Cleanup {
     pids: Vec<i32>,
     floor: Option<i32>,
-    knobs: Vec<(PathBuf, String)>,
     /// the tracing directory while rtla runs: an osnoise tracer it leaves on
     /// (rtla killed before its own cleanup) is turned off
     osnoise: Option<PathBuf>,
@@ -305,71 +306,63 @@ pub fn set_floor(pid: Option<i32>) {
     with_cleanup(|c| c.floor = pid);
 }
 
-/// Read a kernel knob, trimmed. Read with a 4 KiB buffer: some files
-/// refuse a read shorter than their whole text (tracefs' osnoise/cpus
-/// answered std::fs::read_to_string with EINVAL on 7.3.4).
-pub fn read_knob(path: &Path) -> Result<String> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 4096];
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        }
-    }
-    Ok(String::from_utf8_lossy(&out).trim().to_string())
+/// The harness's state directory: its lock (one harness at a time) and the
+/// journal of the knobs it changed (`knobs/`), root-only, on tmpfs.
+pub const STATE_DIR: &str = "/run/scx_floor-ab";
+
+/// The knob journal, once [`open_state`] opened it.
+static JOURNAL: Mutex<Option<Knobs>> = Mutex::new(None);
+
+/// Takes `dir`'s lock, held while the returned file is open (one harness at
+/// a time), and opens its knob journal. Knobs a harness killed with SIGKILL
+/// left journaled are put back first. Returns the lock and the knobs put
+/// back. Errors: another harness holds the lock; the directory cannot be
+/// made root-only.
+pub fn open_state(dir: &Path) -> Result<(std::fs::File, Vec<(PathBuf, String)>)> {
+    let lock = scx_floor::state::lock_state_dir(dir, 0)?;
+    let k = Knobs::open(&scx_floor::state::knobs_dir(dir))?;
+    let left = k.pending();
+    k.restore_all(&|| true);
+    let still = k.pending();
+    let back = left.into_iter().filter(|e| !still.contains(e)).collect();
+    *JOURNAL.lock().unwrap_or_else(|e| e.into_inner()) = Some(k);
+    Ok((lock, back))
 }
 
-/// Save a knob's value for [`restore_knobs`] (the first time only), without
-/// writing it: for knobs another program (rtla) changes on our behalf.
+fn with_journal<R>(f: impl FnOnce(&Knobs) -> Result<R>) -> Result<R> {
+    let g = JOURNAL.lock().unwrap_or_else(|e| e.into_inner());
+    match g.as_ref() {
+        Some(k) => f(k),
+        None => bail!("the knob journal is not open ({STATE_DIR} not taken)"),
+    }
+}
+
+/// Journals a knob's value for [`restore_knobs`] (the first time only),
+/// without writing it: for knobs another program (rtla) changes on our
+/// behalf. Errors: the knob cannot be read, or no journal is open.
 pub fn save_knob(path: &Path) -> Result<()> {
-    let orig = read_knob(path)?;
-    with_cleanup(|c| {
-        if !c.knobs.iter().any(|(p, _)| p == path) {
-            c.knobs.push((path.to_path_buf(), orig));
-        }
-    });
-    Ok(())
+    with_journal(|k| k.save(path))
 }
 
-/// Write a kernel knob; its original value is saved the first time (for
-/// [`restore_knobs`]).
+/// Writes a kernel knob; its original value is journaled the first time
+/// (for [`restore_knobs`]). Errors: as [`Knobs::set`], or no journal is open.
 pub fn set_knob(path: &Path, value: &str) -> Result<()> {
-    save_knob(path)?;
-    std::fs::write(path, value).with_context(|| format!("writing {value} to {}", path.display()))
+    with_journal(|k| k.set(path, value))
 }
 
-/// Put every changed knob back, last changed first; a knob that already has
-/// its saved value is not written. A write refused with EBUSY is retried for
-/// up to 3 s: kernel.sched_rt_runtime_us is refused while SCHED_DEADLINE
-/// bandwidth still counted (a boost that ended less than a period ago) does
-/// not fit under the limit. Returns the failures.
+/// Puts every journaled knob back ([`Knobs::restore_all`]: one that already
+/// has its value is not written, sched_rt_runtime_us goes last, a write
+/// refused with EBUSY is retried for up to 10 s). Returns the knobs left
+/// unrestored.
 pub fn restore_knobs() -> Vec<String> {
-    let knobs = with_cleanup(|c| std::mem::take(&mut c.knobs));
-    let mut errs = Vec::new();
-    for (p, v) in knobs.iter().rev() {
-        if read_knob(p).ok().as_deref() == Some(v.as_str()) {
-            continue;
-        }
-        let deadline = Instant::now() + Duration::from_secs(3);
-        loop {
-            match std::fs::write(p, v) {
-                Ok(()) => break,
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                Err(e) => {
-                    errs.push(format!("restoring {} to {v}: {e}", p.display()));
-                    break;
-                }
-            }
-        }
-    }
-    errs
+    with_journal(|k| {
+        k.restore_all(&|| true);
+        Ok(k.pending()
+            .into_iter()
+            .map(|(p, v)| format!("could not restore {} to {v}", p.display()))
+            .collect())
+    })
+    .unwrap_or_default()
 }
 
 /// Wait (up to `secs`) for a process of ours to exit; its exit code, or None
@@ -586,12 +579,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn knobs_are_saved_once_and_restored() {
+    fn knobs_are_journaled_once_restored_and_replayed_after_a_kill() {
         let dir = std::env::temp_dir().join(format!("scx_floor-ab-knobs.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        let state = dir.join("state");
         let (a, b) = (dir.join("a"), dir.join("b"));
         std::fs::write(&a, "950000\n").unwrap();
         std::fs::write(&b, "0-1\n").unwrap();
+        assert!(
+            set_knob(&a, "1").is_err(),
+            "no journal open: nothing written"
+        );
+        assert_eq!(read_knob(&a).unwrap(), "950000");
+        let (lock, back) = open_state(&state).unwrap();
+        assert!(back.is_empty());
+        assert!(open_state(&state).is_err(), "a second harness is refused");
         set_knob(&a, "-1").unwrap();
         set_knob(&a, "5").unwrap();
         save_knob(&b).unwrap();
@@ -600,9 +603,14 @@ mod tests {
         assert!(restore_knobs().is_empty());
         assert_eq!(read_knob(&a).unwrap(), "950000");
         assert_eq!(read_knob(&b).unwrap(), "0-1");
-        // nothing left to restore; a missing knob cannot be saved
-        assert!(restore_knobs().is_empty());
         assert!(save_knob(&dir.join("missing")).is_err());
+        // a harness killed after a write: the next one puts the knob back
+        set_knob(&a, "7").unwrap();
+        drop(lock);
+        let (_lock, back) = open_state(&state).unwrap();
+        assert_eq!(back, vec![(a.clone(), "950000".to_string())]);
+        assert_eq!(read_knob(&a).unwrap(), "950000");
+        assert!(restore_knobs().is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

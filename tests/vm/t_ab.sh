@@ -3,7 +3,7 @@
 # nothing; a --quick run of every scenario under stock and scx-floor writes a
 # JSON row for each pair, the table and both PNGs, and puts every knob back;
 # SIGINT and SIGTERM mid-run stop the hogs and scx_floor and restore the
-# knobs; the harness's S1 and S2 figures agree with measurements by hand
+# knobs; after a SIGKILL the next run restores them from its journal; the harness's S1 and S2 figures agree with measurements by hand
 # (docs/scenarios.md: schedstat of a normal task under an RR hog, 6 s, within
 # one fair_server burst per window; of two hogs sharing a CPU, 5 s).
 source "$(dirname "$0")/lib.sh"
@@ -94,6 +94,26 @@ interrupt() { # SIG CONFIG SCENARIO EXIT
 interrupt INT stock-noserver s1 130
 interrupt TERM scx-floor s0 130
 interrupt KILL scx-floor s1 137
+
+# SIGKILL with the fair_server off (stock-noserver, S1): no cleanup runs, and
+# the fair_server stays off. A second harness meanwhile is refused (one at a
+# time); the next run puts the knob back from the harness's journal
+# (/run/scx_floor-ab/knobs) before it changes anything, and says so.
+"$AB" --quick --configs stock-noserver --scenarios s1 --cpu $CPU --out "$OUT.kill" >/dev/null 2>"$OUT.kill.err" &
+p=$!
+sleep 4
+out=$("$AB" --quick --configs stock --scenarios s2 --cpu $CPU --out "$OUT.two" 2>&1) && fail "a second harness ran beside the first"
+grep -q "scx_floor-ab/lock has been held" <<<"$out" || fail "a second harness: $out"
+kill -KILL $p
+wait $p
+grep -q "fair=0 " <<<"$(knobs) " || fail "SIGKILL in S1 / stock-noserver: the fair_server is $(knobs), not off: the case shows nothing"
+wait_for 5 none_left >/dev/null || fail "SIGKILL in S1 / stock-noserver: processes left after 5 s: $(leftovers)"
+"$AB" --quick --configs stock --scenarios s2 --cpu $CPU --out "$OUT.next" >/dev/null 2>"$OUT.next.err" \
+	|| fail "the run after a SIGKILL failed: $(tail -3 "$OUT.next.err")"
+grep -q "put /sys/kernel/debug/sched/fair_server/cpu$CPU/runtime back to" "$OUT.next.err" \
+	|| fail "the run after a SIGKILL did not say it put the fair_server back: $(grep -v '^ ' "$OUT.next.err" | head -5)"
+knobs_back || fail "after the run that followed a SIGKILL: knobs $(knobs), were $orig"
+note "SIGKILL during s1 / stock-noserver: fair_server left off; a second harness refused; the next run put it back"
 
 # S1 by hand (stock, fair_server 50 ms / 1 s) against the harness's figure.
 # A burst of twice the runtime or more is not the kernel's: the host held
