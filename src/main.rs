@@ -280,6 +280,10 @@ fn server_config(opts: &Opts) -> Result<Option<server::ServerConfig>> {
 /// knob refused with EBUSY is retried for [`knobs::BUSY_RETRY_MS`]).
 const LOCK_WAIT_MS: u64 = knobs::BUSY_RETRY_MS + 5_000;
 
+/// Who may hold /run/scx_floor/lock, for the messages of a start that waits.
+const LOCK_HOLDERS: &str =
+    "another scx_floor, or the guardian (scx-floor-guard) of one that exited and is still restoring";
+
 /// The checks that must all pass before anything on the system changes:
 /// option ranges, root, sched_ext free, no `isolcpus=`, the served CPUs.
 /// Returns the server, the slice policy and the CPUs to serve.
@@ -325,7 +329,7 @@ fn restore_only() -> Result<()> {
         "the journals in /run/scx_floor are root's (try: sudo scx_floor --restore)",
     )?;
     let state_dir = Path::new(state::STATE_DIR);
-    let _lock = state::lock_state_dir(state_dir, LOCK_WAIT_MS)?;
+    let _lock = state::lock_state_dir(state_dir, LOCK_WAIT_MS, LOCK_HOLDERS)?;
     let (t, k, r) = replay_leftovers(state_dir);
     let left = knobs::Knobs::open(&state::knobs_dir(state_dir))?.pending();
     if !left.is_empty() {
@@ -434,7 +438,7 @@ fn run(opts: Opts) -> Result<()> {
     // Nothing on the system changes before all of these pass.
     let pre = preflight(&opts)?;
     let state_dir = Path::new(state::STATE_DIR);
-    let _lock = state::lock_state_dir(state_dir, LOCK_WAIT_MS)?;
+    let _lock = state::lock_state_dir(state_dir, LOCK_WAIT_MS, LOCK_HOLDERS)?;
     replay_leftovers(state_dir);
     // Forked while single-threaded; restores everything if we die.
     let guardian = guard::spawn(state_dir)?;

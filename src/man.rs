@@ -43,9 +43,10 @@ fn sections() -> String {
                 "1",
                 "A pre-flight check failed (flags that contradict each other, such as \
                  a runtime above the period; not root, no sched_ext, another scheduler \
-                 loaded, isolcpus=, CPUs that are not online), the kernel ejected the \
-                 scheduler (its reason is printed), or --restore could not put a knob \
-                 back (it stays journaled). Nothing is changed when a check fails.",
+                 loaded, isolcpus=, CPUs that are not online; /run/scx_floor/lock still \
+                 held after 15 s), the kernel ejected the scheduler (its reason is \
+                 printed), or --restore could not put a knob back (it stays journaled). \
+                 Nothing is changed when a check fails.",
             ),
             (
                 "2",
@@ -68,10 +69,11 @@ fn sections() -> String {
                  empty it.",
             ),
             (
-                "/sys/kernel/debug/sched/ext_server/cpuN/runtime",
-                "The kernel's sched_ext dl_server: set to 0 on each served CPU while \
-                 scx_floor serves it (or to scx_floor's budget where it hands the CPU to \
-                 the kernel), restored on exit. Left alone with --kernel-server keep.",
+                "/sys/kernel/debug/sched/ext_server/cpuN/runtime, period",
+                "The kernel's sched_ext dl_server: runtime 0 on each served CPU while \
+                 scx_floor serves it, or scx_floor's runtime and period where it hands \
+                 the CPU to the kernel; restored on exit. Left alone with \
+                 --kernel-server keep.",
             ),
             (
                 "/proc/sys/kernel/sched_rt_runtime_us",

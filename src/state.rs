@@ -70,7 +70,7 @@ pub fn write_atomic(path: &Path, data: &str) -> Result<()> {
 /// is tried every 50 ms for up to `wait_ms`; nothing has changed before it is
 /// taken. Errors: the directory cannot be made private, or the lock is still
 /// held after the wait.
-pub fn lock_state_dir(dir: &Path, wait_ms: u64) -> Result<fs::File> {
+pub fn lock_state_dir(dir: &Path, wait_ms: u64, holders: &str) -> Result<fs::File> {
     private_dir(dir)?;
     let path = dir.join("lock");
     let f = fs::OpenOptions::new()
@@ -94,15 +94,13 @@ pub fn lock_state_dir(dir: &Path, wait_ms: u64) -> Result<fs::File> {
         let waited = t0.elapsed().as_millis() as u64;
         if waited >= wait_ms {
             anyhow::bail!(
-                "{}/lock has been held for {waited} ms by another scx_floor (or by the \
-                 guardian, scx-floor-guard, of one that exited) or scx_floor-ab",
+                "{}/lock has been held for {waited} ms by {holders}",
                 dir.display()
             );
         }
         if !told {
             log::info!(
-                "waiting for {}/lock (up to {wait_ms} ms): another scx_floor, or the \
-                 guardian of one that exited and is still restoring, holds it",
+                "waiting for {}/lock (up to {wait_ms} ms), held by {holders}",
                 dir.display()
             );
             told = true;
@@ -119,13 +117,13 @@ mod tests {
     fn the_lock_is_taken_once_and_a_second_taker_waits_then_fails() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("state");
-        let held = lock_state_dir(&d, 0).unwrap();
+        let held = lock_state_dir(&d, 0, "a test").unwrap();
         let t0 = std::time::Instant::now();
-        let e = lock_state_dir(&d, 120).unwrap_err().to_string();
+        let e = lock_state_dir(&d, 120, "a test").unwrap_err().to_string();
         assert!(e.contains("has been held"), "{e}");
         assert!(t0.elapsed() >= std::time::Duration::from_millis(120));
         drop(held);
-        assert!(lock_state_dir(&d, 0).is_ok());
+        assert!(lock_state_dir(&d, 0, "a test").is_ok());
     }
 
     #[test]

@@ -319,11 +319,17 @@ static JOURNAL: Mutex<Option<Knobs>> = Mutex::new(None);
 /// back. Errors: another harness holds the lock; the directory cannot be
 /// made root-only.
 pub fn open_state(dir: &Path) -> Result<(std::fs::File, Vec<(PathBuf, String)>)> {
-    let lock = scx_floor::state::lock_state_dir(dir, 0)?;
+    let lock = scx_floor::state::lock_state_dir(dir, 0, "another scx_floor-ab")?;
     let k = Knobs::open(&scx_floor::state::knobs_dir(dir))?;
     let left = k.pending();
     k.restore_all(&|| true);
     let still = k.pending();
+    for (knob, v) in &still {
+        log::warn!(
+            "{} could not be put back to {v} yet (kept journaled for the next run)",
+            knob.display()
+        );
+    }
     let back = left.into_iter().filter(|e| !still.contains(e)).collect();
     *JOURNAL.lock().unwrap_or_else(|e| e.into_inner()) = Some(k);
     Ok((lock, back))

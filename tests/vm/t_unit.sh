@@ -24,9 +24,11 @@ post=$(exec_line ExecStopPost)
 unset SCX_FLOOR_FLAGS
 source "$DEFAULTS"
 [ "${SCX_FLOOR_FLAGS+set}" = set ] || fail "$DEFAULTS does not set SCX_FLOOR_FLAGS"
-# systemd splits an unquoted $VAR at white space, as bash does
+# systemd splits an unquoted, unbraced $VAR at white space, as bash does
+# ("$VAR" and ${VAR} pass one argument): the line must say exactly that
 args=${start#"$FLOOR"}
-[ "$(eval "echo $args")" = "$SCX_FLOOR_FLAGS" ] || fail "ExecStart passes '$args', not \$SCX_FLOOR_FLAGS"
+# shellcheck disable=SC2016 # the literal text of the unit
+[ "$args" = ' $SCX_FLOOR_FLAGS' ] || fail "ExecStart passes '$args', not \$SCX_FLOOR_FLAGS split into words"
 SCX_FLOOR_FLAGS="--server-runtime-us 600000 --server-period-us 1000000"
 
 orig=$(ext_server_runtime 1)
@@ -39,7 +41,7 @@ trap cleanup EXIT
 left=
 for try in 1 2 3 4 5; do
 	# shellcheck disable=SC2086 # split as systemd splits $SCX_FLOOR_FLAGS
-	start_floor $(eval "echo $args")
+	start_floor $SCX_FLOOR_FLAGS
 	[ -n "$h" ] || h=$(rt_hog 1 rr 25 120) || fail "no hog"
 	g=$(pgrep -x scx-floor-guard) || fail "no guardian"
 	wait_fresh_boost "$n" 4 || fail "the task was never boosted (policy $(policy_of "$n"))"
