@@ -385,6 +385,32 @@ wait_fresh_boost() {
 	wait_boosted "$1" "$2"
 }
 
+# kill_both_while_boosted TASK HOOK FLAGS...: start scx_floor with FLAGS,
+# an RR 25 hog on CPU 1 (started once, its pid in $h), a fresh boost of
+# TASK, then SIGKILL of scx_floor and its guardian in one kill(1), as a
+# service manager's cgroup kill does. A kill that finds the boost over
+# already (boosts end every period) is tried again, up to 5 times; HOOK (a
+# command, or empty) runs after such a try. Sets TRY to the try that found
+# TASK boosted; fails after 5.
+kill_both_while_boosted() {
+	local task=$1 hook=$2 g
+	shift 2
+	for TRY in 1 2 3 4 5; do
+		start_floor "$@"
+		[ -n "$h" ] || h=$(rt_hog 1 rr 25 120) || fail "no hog"
+		g=$(pgrep -x scx-floor-guard) || fail "no guardian"
+		wait_fresh_boost "$task" 4 || fail "the task was never boosted (policy $(policy_of "$task"))"
+		kill -KILL "$g" "$FLOOR_PID"
+		wait "$FLOOR_PID" 2>/dev/null
+		wait_state disabled 20 || fail "state is $(scx_state) after the SIGKILL of both"
+		pgrep -x scx-floor-guard >/dev/null && fail "the guardian outlived its SIGKILL"
+		is_boosted "$task" && return 0
+		note "try $TRY: the boost had ended before the kill; once more"
+		[ -z "$hook" ] || $hook >/dev/null 2>&1 || fail "$hook after try $TRY failed"
+	done
+	fail "no kill in 5 tries found the task boosted"
+}
+
 # wait_for SECS CMD...: until CMD succeeds, polling every WAIT_POLL s
 # (default 0.05), for at most SECS of wall-clock time (bash's EPOCHREALTIME:
 # under load a look takes longer than its sleep, so counting turns would

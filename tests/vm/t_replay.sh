@@ -35,25 +35,10 @@ wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 h=
 cleanup() { kill -KILL $h "$n" 2>/dev/null; }
 trap cleanup EXIT
-left=
-for try in 1 2 3 4 5; do
-	start_floor --server-runtime-us 600000 --server-period-us 1000000
-	[ -n "$h" ] || h=$(rt_hog 1 rr 25 120) || fail "no hog"
-	g=$(pgrep -x scx-floor-guard) || fail "no guardian"
-	wait_fresh_boost "$n" 4 || fail "the task was never boosted (policy $(policy_of "$n"))"
-	kill -KILL "$g" "$FLOOR_PID"
-	wait "$FLOOR_PID" 2>/dev/null
-	wait_state disabled 20 || fail "state is $(scx_state) after the SIGKILL of both"
-	pgrep -x scx-floor-guard >/dev/null && fail "the guardian outlived its SIGKILL"
-	if is_boosted "$n"; then
-		left=1
-		break
-	fi
-	# what the kill left (the ext_server runtime at 0) the next start replays
-	note "try $try: the boost had ended before the kill; once more"
-done
-[ -n "$left" ] || fail "no kill in 5 tries found the task boosted"
-note "after the SIGKILL of both (try $try): task $n $(policy_of "$n"), ext_server runtime $(ext_server_runtime 1) (its own: $orig)"
+# what a kill that found the boost over left (the ext_server runtime at 0)
+# the next start replays
+kill_both_while_boosted "$n" "" --server-runtime-us 600000 --server-period-us 1000000
+note "after the SIGKILL of both (try $TRY): task $n $(policy_of "$n"), ext_server runtime $(ext_server_runtime 1) (its own: $orig)"
 [ "$(ext_server_runtime 1)" = 0 ] || fail "ext_server runtime $(ext_server_runtime 1) after the kill of both: who restored it?"
 
 # The next start: the replay comes before anything else changes.

@@ -38,31 +38,15 @@ wait_spinning 10 "$n" || fail "the normal task did not start spinning"
 h=
 cleanup() { kill -KILL $h "$n" 2>/dev/null; }
 trap cleanup EXIT
-left=
-for try in 1 2 3 4 5; do
-	# shellcheck disable=SC2086 # split as systemd splits $SCX_FLOOR_FLAGS
-	start_floor $SCX_FLOOR_FLAGS
-	[ -n "$h" ] || h=$(rt_hog 1 rr 25 120) || fail "no hog"
-	g=$(pgrep -x scx-floor-guard) || fail "no guardian"
-	wait_fresh_boost "$n" 4 || fail "the task was never boosted (policy $(policy_of "$n"))"
-	kill -KILL "$g" "$FLOOR_PID"
-	wait "$FLOOR_PID" 2>/dev/null
-	wait_state disabled 20 || fail "state is $(scx_state) after the SIGKILL of both"
-	if is_boosted "$n"; then
-		left=1
-		break
-	fi
-	note "try $try: the boost had ended before the kill; once more"
-	$post >/dev/null 2>&1 || fail "ExecStopPost after try $try failed"
-done
-[ -n "$left" ] || fail "no kill in 5 tries found the task boosted"
+# shellcheck disable=SC2086 # split as systemd splits $SCX_FLOOR_FLAGS
+kill_both_while_boosted "$n" "$post" $SCX_FLOOR_FLAGS
 [ "$(ext_server_runtime 1)" = 0 ] || fail "ext_server runtime $(ext_server_runtime 1) after the kill of both: who restored it?"
 
 out=$($post 2>&1) || fail "ExecStopPost ($post) exited $?: $out"
 grep -q "restored [1-9][0-9]* task(s) and [1-9][0-9]* knob(s)" <<<"$out" || fail "ExecStopPost did not say what it restored: $out"
 not_boosted "$n" || fail "task $n still $(policy_of "$n") after ExecStopPost"
 [ "$(ext_server_runtime 1)" = "$orig" ] || fail "ext_server runtime $(ext_server_runtime 1) after ExecStopPost, want $orig"
-note "after the SIGKILL of both (try $try), ExecStopPost: $(grep -o 'restored.*' <<<"$out" | head -1 | cut -c1-100)"
+note "after the SIGKILL of both (try $TRY), ExecStopPost: $(grep -o 'restored.*' <<<"$out" | head -1 | cut -c1-100)"
 
 out=$($post 2>&1) || fail "a second --restore exited $?: $out"
 grep -q "nothing to restore" <<<"$out" || fail "a second --restore: $out"
