@@ -78,6 +78,17 @@ pub fn deadline_attr(runtime_ns: u64, period_ns: u64) -> SchedAttr {
     }
 }
 
+/// The policy of scx_floor's own real-time threads (planners, executors,
+/// slice-end threads, the watchdog): SCHED_FIFO 99, reset on fork.
+pub fn agent_attr() -> SchedAttr {
+    SchedAttr {
+        sched_policy: SCHED_FIFO,
+        sched_priority: 99,
+        sched_flags: SCHED_FLAG_RESET_ON_FORK,
+        ..empty()
+    }
+}
+
 /// A SCHED_DEADLINE reservation the kernel counts as zero bandwidth.
 pub fn dl_zero_attr() -> SchedAttr {
     deadline_attr(DL_MIN_RUNTIME_NS, DL_ZERO_BW_PERIOD_NS)

@@ -29,13 +29,22 @@ pub enum Fault {
     /// `no-restore`: the journals are never replayed (the guardian's and a
     /// start's restores do nothing)
     NoRestore = 4,
+    /// `stuck-planner`: the planner of the first served CPU runs only on
+    /// another online CPU (the last) until the watchdog first frees it,
+    /// as a planner preempted in a migrate-disabled section is bound to its
+    /// CPU until the section ends
+    StuckPlanner = 5,
+    /// `stuck-no-rescue`: `stuck-planner`, and the watchdog never frees it
+    StuckNoRescue = 6,
 }
 
-const NAMES: [(&str, Fault); 4] = [
+const NAMES: [(&str, Fault); 6] = [
     ("no-boost", Fault::NoBoost),
     ("over-budget", Fault::OverBudget),
     ("late-end", Fault::LateEnd),
     ("no-restore", Fault::NoRestore),
+    ("stuck-planner", Fault::StuckPlanner),
+    ("stuck-no-rescue", Fault::StuckNoRescue),
 ];
 
 static FAULT: AtomicU8 = AtomicU8::new(Fault::None as u8);

@@ -15,6 +15,7 @@ mod man;
 mod planner;
 mod policy;
 mod reach;
+mod rescue;
 mod sched;
 mod server;
 mod slicer;

@@ -20,8 +20,10 @@ use crate::boost::{self, Entry, Journal};
 use crate::bpf_intf::floor_waiter as BpfWaiter;
 use crate::config::{BoostMode, PolicyConfig};
 use crate::executor::{End, Executor, StopOnDrop};
+use crate::fault::{self, Fault};
 use crate::knobs::{self, Knobs};
 use crate::reach::{reach, Reach};
+use crate::rescue::Lifeline;
 use crate::sched::{agent_setup, BpfView, HiTask};
 use crate::server::{Action, CpuServer, Sample, ServerConfig, Step, TaskNow, Waiter, MAX_BOOSTED};
 use crate::state::journal_path;
@@ -925,9 +927,18 @@ pub fn serve_cpu(
     report: &Mutex<ServerRow>,
     ext: ExtServer,
     dl_ok: bool,
+    life: &Lifeline,
 ) -> Result<()> {
     let online = online_cpus()?;
     agent_setup(view, &housekeeping_of(&online, &nohz_full_cpus()))?;
+    if (fault::is(Fault::StuckPlanner) || fault::is(Fault::StuckNoRescue))
+        && cfg.cpus.first() == Some(&cpu)
+    {
+        if let Some(&to) = online.iter().rev().find(|&&c| c != cpu) {
+            pin_thread(0, &[to])?;
+            warn!("test fault: CPU {cpu}'s planner runs only on CPU {to}");
+        }
+    }
     let exec = Executor::default();
     let with_exec = cfg.boost_mode != BoostMode::Deadline;
     std::thread::scope(|s| -> Result<()> {
@@ -963,7 +974,7 @@ pub fn serve_cpu(
             ext,
             dl_ok,
         };
-        plan_cpu(cpu, p, stop, stop_fd, report)
+        plan_cpu(cpu, p, stop, stop_fd, report, life)
     })
 }
 
@@ -1101,6 +1112,7 @@ fn plan_cpu(
     stop: &AtomicBool,
     stop_fd: i32,
     report: &Mutex<ServerRow>,
+    life: &Lifeline,
 ) -> Result<()> {
     let view = p.view;
     let mut a = Planner::new(cpu, p)?;
@@ -1111,6 +1123,19 @@ fn plan_cpu(
     let rb = rb.build()?;
     let mut hotplug_seen = view.cpu_hotplug_events();
     let mut parked = false;
+    life.start();
+    // Every sleep tells the watchdog when the planner is due (rescue.rs).
+    let sleep = |until: u64, fds: &[i32; 2]| {
+        if life.asleep(until) && fault::is(Fault::StuckPlanner) {
+            let _ = pin_thread(
+                0,
+                &housekeeping_of(&online_cpus().unwrap_or_default(), &nohz_full_cpus()),
+            );
+        }
+        let woken = sleep_until(until, fds);
+        life.awake();
+        woken
+    };
     while !stop.load(Ordering::Relaxed) && !view.exited() {
         let t0 = monotonic_ns();
         let hp = view.cpu_hotplug_events();
@@ -1130,7 +1155,7 @@ fn plan_cpu(
             }
             a.settle();
             a.publish(report);
-            if sleep_until(monotonic_ns() + MAX_SLEEP_NS, &[rb.epoll_fd(), stop_fd]) {
+            if sleep(monotonic_ns() + MAX_SLEEP_NS, &[rb.epoll_fd(), stop_fd]) {
                 let _ = rb.consume();
             }
             continue;
@@ -1146,7 +1171,7 @@ fn plan_cpu(
         a.counts.step_max_ns = a.counts.step_max_ns.max(took);
         a.publish(report);
         let mut deadline = next.min(monotonic_ns() + MAX_SLEEP_NS);
-        while sleep_until(deadline, &[rb.epoll_fd(), stop_fd]) {
+        while sleep(deadline, &[rb.epoll_fd(), stop_fd]) {
             let _ = rb.consume();
             // A boosted task blocked. While another boosted task can run,
             // the kernel has already handed it the CPU: the share of the one

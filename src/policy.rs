@@ -27,6 +27,10 @@
 //!   served CPU is above the executor: the planner (placed off that CPU)
 //!   hands the CPU to SCHED_DEADLINE boosts or the kernel's ext_server
 //!   (`planner::Planner::hand_off`).
+//! - A planner preempted by an equal-priority task pinned to its CPU while
+//!   migration is disabled can be held there by it. A watchdog thread
+//!   (`scx_floor-w`, SCHED_FIFO 99, `rescue.rs`) makes a planner overdue by
+//!   100 ms and runnable SCHED_DEADLINE until its next sleep.
 //! - All memory is locked (`mlockall(MCL_CURRENT | MCL_FUTURE)`): the loop is
 //!   small, so locking everything is simpler and safer than a locked-memory
 //!   allocator, and it also covers libbpf's and the std library's memory.
@@ -44,12 +48,15 @@ use scx_utils::UserExitInfo;
 use crate::config::{BoostMode, PolicyConfig};
 use crate::knobs::{self, Knobs};
 use crate::planner::{serve_cpu, ExtServer};
-use crate::sched::{BpfView, Scheduler};
+use crate::rescue::{self, Lifeline};
+use crate::sched::{agent_setup, BpfView, Scheduler};
 use crate::slice::CpuSlice;
 use crate::slicer::SlicerCounts;
 use crate::state::knobs_dir;
 use crate::stats::{self, CpuCounters, ServerRow};
-use crate::sys::{monotonic_ns, online_cpus, pin_thread, StopFd, StopOnExit};
+use crate::sys::{
+    housekeeping_of, monotonic_ns, nohz_full_cpus, online_cpus, pin_thread, StopFd, StopOnExit,
+};
 
 fn snapshot(view: &BpfView) -> (u64, Vec<(usize, CpuCounters)>) {
     let t = monotonic_ns();
@@ -410,6 +417,7 @@ fn run_servers(
     } else {
         Vec::new()
     };
+    let lifelines: Vec<Lifeline> = reports.iter().map(|_| Lifeline::default()).collect();
     let slicer_cpus = if cfg.slice_threads {
         online_cpus()?
     } else {
@@ -430,14 +438,26 @@ fn run_servers(
         }
         if let Some(sc) = cfg.server {
             for (i, &cpu) in cfg.cpus.iter().enumerate() {
-                let (stop, report, fd) = (&stop, &reports[i], stop_fd.0);
+                let (stop, report, fd, life) = (&stop, &reports[i], stop_fd.0, &lifelines[i]);
                 let h = std::thread::Builder::new()
                     .name(format!("scx_floor/{cpu}"))
                     .spawn_scoped(s, move || {
-                        serve_cpu(cpu, view, cfg, sc, stop, fd, report, handoff, dl_ok)
+                        serve_cpu(cpu, view, cfg, sc, stop, fd, report, handoff, dl_ok, life)
                     })?;
                 handles.push(h);
             }
+            let (stop, fd, lifelines) = (&stop, stop_fd.0, &lifelines);
+            let h = std::thread::Builder::new()
+                .name("scx_floor-w".into())
+                .spawn_scoped(s, move || -> Result<()> {
+                    let online = online_cpus()?;
+                    agent_setup(view, &housekeeping_of(&online, &nohz_full_cpus()))?;
+                    let planners: Vec<(usize, &Lifeline)> =
+                        cfg.cpus.iter().copied().zip(lifelines).collect();
+                    rescue::watch(&planners, stop, fd);
+                    Ok(())
+                })?;
+            handles.push(h);
         }
         let watch = Watch {
             view,

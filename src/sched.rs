@@ -47,13 +47,8 @@ pub struct SchedConfig {
 /// that order: pinned first, at its normal policy, to a CPU an RT task hogs,
 /// it would never run again to raise itself.
 pub fn rt_setup(cpus: &[usize]) -> Result<()> {
-    let a = attr::SchedAttr {
-        sched_policy: attr::SCHED_FIFO,
-        sched_priority: 99,
-        sched_flags: attr::SCHED_FLAG_RESET_ON_FORK,
-        ..attr::empty()
-    };
-    attr::set_attr(0, &a).context("sched_setattr(SCHED_FIFO 99) for the server thread")?;
+    attr::set_attr(0, &attr::agent_attr())
+        .context("sched_setattr(SCHED_FIFO 99) for the server thread")?;
     crate::sys::pin_thread(0, cpus)
         .with_context(|| format!("pinning the server thread to CPUs {cpus:?}"))
 }

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The watchdog that frees a planner stuck runnable behind an RT task at
+//! its own priority, SCHED_FIFO 99.
+//!
+//! How a planner gets stuck: an RT task that may run on other CPUs, running
+//! where an equal-priority task pinned to that CPU wakes up, is preempted so
+//! that the kernel can push it elsewhere (`check_preempt_equal_prio()`,
+//! kernel/sched/rt.c). A task preempted inside a migrate-disabled section
+//! (a BPF map system call; on PREEMPT_RT, any sleeping spinlock) is bound
+//! to that CPU until the section ends (`migrate_disable_switch()`,
+//! kernel/sched/core.c): the push fails, and no later pull can take it. It
+//! waits behind the pinned task; a SCHED_FIFO 99 hog with RT throttling off
+//! never yields, and RCU stalls on the read-side section the planner was
+//! preempted in.
+//!
+//! The remedy: only SCHED_DEADLINE runs above SCHED_FIFO 99. The watchdog
+//! ([`watch`], a SCHED_FIFO 99 thread of its own on the housekeeping CPUs)
+//! sees a planner overdue by [`STUCK_NS`] and runnable, and makes it
+//! SCHED_DEADLINE ([`RESCUE_RUNTIME_NS`] every [`RESCUE_PERIOD_NS`]); the
+//! planner goes back to SCHED_FIFO 99 itself before it next sleeps
+//! ([`Lifeline::asleep`]). With `kernel.sched_rt_runtime_us` at -1 the
+//! kernel admits any SCHED_DEADLINE task. Otherwise it refuses one whose
+//! allowed CPUs do not span its root domain, a migrate-disabled task
+//! included (EPERM); the watchdog then warns once per planner.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use log::{info, warn};
+
+use crate::attr::{self, SchedAttr};
+use crate::fault::{self, Fault};
+use crate::sys::{monotonic_ns, sleep_until};
+
+/// How long past its due time a planner may go without running before the
+/// watchdog frees it, ns. A step takes microseconds on hardware and at
+/// most a few ms under TCG; another of scx_floor's SCHED_FIFO 99 threads
+/// ahead of it on a CPU runs for microseconds.
+pub const STUCK_NS: u64 = 100_000_000;
+
+/// How often the watchdog looks, ns.
+pub const WATCH_EVERY_NS: u64 = 50_000_000;
+
+/// The SCHED_DEADLINE runtime a stuck planner is given, ns: room for the
+/// longest step under TCG (6 ms measured) and its way to the next sleep.
+pub const RESCUE_RUNTIME_NS: u64 = 10_000_000;
+
+/// The period (and relative deadline) of that reservation, ns: 10% of a
+/// CPU at most, for the one step it is held.
+pub const RESCUE_PERIOD_NS: u64 = 100_000_000;
+
+// A rescue holds at most a tenth of a CPU; a planner is looked at twice
+// or more before it counts as stuck.
+const _: () = assert!(RESCUE_RUNTIME_NS * 10 <= RESCUE_PERIOD_NS);
+const _: () = assert!(STUCK_NS >= 2 * WATCH_EVERY_NS);
+
+/// What a planner tells the watchdog about itself: lock-free, written by
+/// the planner, read by the watchdog.
+#[derive(Debug, Default)]
+pub struct Lifeline {
+    /// the planner's thread id (0 until it starts)
+    tid: AtomicU32,
+    /// when it last woke or went to sleep, CLOCK_MONOTONIC ns
+    beat_ns: AtomicU64,
+    /// when it is due to wake, ns (0 while awake)
+    due_ns: AtomicU64,
+    /// the watchdog made it SCHED_DEADLINE; it goes back to SCHED_FIFO 99
+    rescued: AtomicBool,
+}
+
+impl Lifeline {
+    /// Called by the planner thread when it starts: it is awake.
+    pub fn start(&self) {
+        // SAFETY: plain syscall.
+        self.tid
+            .store(unsafe { libc::gettid() } as u32, Ordering::Release);
+        self.awake();
+    }
+
+    /// Called by the planner just before it sleeps until `due_ns`
+    /// (`u64::MAX`: until woken): it goes back to SCHED_FIFO 99 first if
+    /// the watchdog rescued it. Returns whether it did.
+    pub fn asleep(&self, due_ns: u64) -> bool {
+        let rescued = self.rescued.swap(false, Ordering::AcqRel);
+        if rescued {
+            if let Err(e) = attr::set_attr(0, &attr::agent_attr()) {
+                warn!("a rescued planner going back to SCHED_FIFO 99: {e}");
+            }
+        }
+        self.beat_ns.store(monotonic_ns(), Ordering::Release);
+        self.due_ns.store(due_ns.max(1), Ordering::Release);
+        rescued
+    }
+
+    /// Called by the planner when it wakes.
+    pub fn awake(&self) {
+        self.due_ns.store(0, Ordering::Release);
+        self.beat_ns.store(monotonic_ns(), Ordering::Release);
+    }
+}
+
+/// How long a planner has been overdue at `now` (ns), if by `stuck_ns` or
+/// more: awake (`due_ns` 0) with no beat for `stuck_ns`, or asleep past
+/// `due_ns` by `stuck_ns` (a planner woken on time runs at once; one that
+/// slept until woken, `u64::MAX`, is never overdue this way). Times in ns.
+pub fn overdue(beat_ns: u64, due_ns: u64, now: u64, stuck_ns: u64) -> Option<u64> {
+    let since = if due_ns == 0 { beat_ns } else { due_ns };
+    let late = now.checked_sub(since)?;
+    (late >= stuck_ns).then_some(late)
+}
+
+/// The state letter of our own thread `tid` (`R`, `S`, ...), from
+/// /proc/self/task/TID/stat; None if it is gone.
+fn state_of(tid: u32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    crate::boost::stat_fields(&s)?.first()?.chars().next()
+}
+
+/// The reservation a stuck planner gets.
+fn rescue_attr() -> SchedAttr {
+    attr::deadline_attr(RESCUE_RUNTIME_NS, RESCUE_PERIOD_NS)
+}
+
+/// The watchdog's loop: every [`WATCH_EVERY_NS`] it looks at each planner
+/// (`(cpu, lifeline)`), and makes one overdue by [`STUCK_NS`] and runnable
+/// SCHED_DEADLINE until its next sleep. Runs until `stop` or `stop_fd`
+/// fires; returns how many rescues it made.
+pub fn watch(planners: &[(usize, &Lifeline)], stop: &AtomicBool, stop_fd: i32) -> u64 {
+    let mut warned = vec![false; planners.len()];
+    let mut rescues = 0;
+    let mut next = monotonic_ns() + WATCH_EVERY_NS;
+    while !stop.load(Ordering::Relaxed) {
+        if sleep_until(next, &[stop_fd, stop_fd]) {
+            break;
+        }
+        next = monotonic_ns() + WATCH_EVERY_NS;
+        for (i, (cpu, life)) in planners.iter().enumerate() {
+            if look_at(*cpu, life, &mut warned[i]) {
+                rescues += 1;
+            }
+        }
+    }
+    if rescues > 0 {
+        info!("planner watchdog: {rescues} rescues of a stuck planner");
+    }
+    rescues
+}
+
+/// One look at CPU `cpu`'s planner; returns whether it was rescued.
+fn look_at(cpu: usize, life: &Lifeline, warned: &mut bool) -> bool {
+    let tid = life.tid.load(Ordering::Acquire);
+    if tid == 0 || life.rescued.load(Ordering::Acquire) {
+        return false;
+    }
+    let now = monotonic_ns();
+    let beat = life.beat_ns.load(Ordering::Acquire);
+    let due = life.due_ns.load(Ordering::Acquire);
+    let Some(late) = overdue(beat, due, now, STUCK_NS) else {
+        return false;
+    };
+    // sleeping in the kernel (the executor's condition variable at exit,
+    // say) is not stuck
+    if state_of(tid) != Some('R') || fault::is(Fault::StuckNoRescue) {
+        return false;
+    }
+    match attr::set_attr(tid, &rescue_attr()) {
+        Ok(()) => {
+            life.rescued.store(true, Ordering::Release);
+            warn!(
+                "CPU {cpu}'s planner (task {tid}) was runnable and {} ms overdue, behind a \
+                 real-time task at its own priority: it runs as SCHED_DEADLINE ({} ms every \
+                 {} ms) until its next sleep",
+                late / 1_000_000,
+                RESCUE_RUNTIME_NS / 1_000_000,
+                RESCUE_PERIOD_NS / 1_000_000
+            );
+            true
+        }
+        Err(e) => {
+            if !*warned {
+                *warned = true;
+                warn!(
+                    "CPU {cpu}'s planner (task {tid}) is runnable and {} ms overdue, behind a \
+                     real-time task at its own priority, and the kernel refused to make it \
+                     SCHED_DEADLINE: {e} (with kernel.sched_rt_runtime_us >= 0 it refuses a \
+                     task that may not run on every CPU of its root domain); it waits for \
+                     that task",
+                    late / 1_000_000
+                );
+            }
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn overdue_awake_counts_from_the_last_beat() {
+        assert_eq!(overdue(1000 * MS, 0, 1099 * MS, STUCK_NS), None);
+        assert_eq!(overdue(1000 * MS, 0, 1100 * MS, STUCK_NS), Some(100 * MS));
+        // a beat after now (read out of order) is not overdue
+        assert_eq!(overdue(1000 * MS, 0, 999 * MS, STUCK_NS), None);
+    }
+
+    #[test]
+    fn overdue_asleep_counts_from_the_due_time() {
+        // asleep long ago, due later: not overdue however old the beat
+        assert_eq!(overdue(0, 2000 * MS, 1500 * MS, STUCK_NS), None);
+        assert_eq!(overdue(0, 2000 * MS, 2099 * MS, STUCK_NS), None);
+        assert_eq!(overdue(0, 2000 * MS, 2150 * MS, STUCK_NS), Some(150 * MS));
+        // sleeping until woken is never overdue
+        assert_eq!(overdue(0, u64::MAX, u64::MAX - 1, STUCK_NS), None);
+    }
+
+    #[test]
+    fn a_planner_that_beats_is_not_touched() {
+        let life = Lifeline::default();
+        let mut warned = false;
+        // not started
+        assert!(!look_at(0, &life, &mut warned));
+        life.start();
+        // awake and just beat: not overdue
+        assert!(!look_at(0, &life, &mut warned));
+        life.asleep(monotonic_ns() + 1_000 * MS);
+        assert!(!look_at(0, &life, &mut warned));
+        assert!(!warned);
+    }
+
+    #[test]
+    fn a_thread_asleep_in_the_kernel_is_not_rescued() {
+        // this test's own thread, seen from another: sleeping, not R
+        let life = std::sync::Arc::new(Lifeline::default());
+        let l2 = life.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let h = std::thread::spawn(move || {
+            l2.start();
+            l2.beat_ns.store(1, Ordering::Release);
+            let _ = rx.recv();
+        });
+        while life.tid.load(Ordering::Acquire) == 0 || life.beat_ns.load(Ordering::Acquire) != 1 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut warned = false;
+        assert!(!look_at(0, &life, &mut warned));
+        assert!(!life.rescued.load(Ordering::Acquire));
+        tx.send(()).unwrap();
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn the_rescue_is_a_deadline_reservation() {
+        let a = rescue_attr();
+        assert_eq!(a.sched_policy, attr::SCHED_DEADLINE);
+        assert_eq!(a.sched_runtime, RESCUE_RUNTIME_NS);
+        assert_eq!(a.sched_period, RESCUE_PERIOD_NS);
+    }
+}
