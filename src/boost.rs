@@ -37,12 +37,8 @@ pub fn make_boost(tid: u32, boost: &SchedAttr) -> std::io::Result<()> {
     set_attr(tid, boost)
 }
 
-/// Ends a boost: [`restore_policy`] of `tid` to `saved`. Under the test
-/// fault `late-end` ([`crate::fault`]) 10 ms late.
+/// Ends a boost: [`restore_policy`] of `tid` to `saved`.
 pub fn end_boost(tid: u32, saved: &SchedAttr) -> std::io::Result<()> {
-    if crate::fault::is(crate::fault::Fault::LateEnd) {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
     restore_policy(tid, saved)
 }
 
@@ -101,8 +97,12 @@ pub fn unboost(tid: u32, saved: &SchedAttr, now: &SchedAttr) -> std::io::Result<
 /// not change and a `renice` during the boost does. So the task gets back
 /// the nice value it had, or the one an administrator gave it meanwhile,
 /// with no system call to read it (the kernel does not report nice for RT
-/// tasks). Errors: those of `sched_setscheduler()` (ESRCH: gone).
+/// tasks). Errors: those of `sched_setscheduler()` (ESRCH: gone). Under
+/// the test fault `late-end` ([`crate::fault`]) it is made 10 ms late.
 pub fn restore_policy(tid: u32, saved: &SchedAttr) -> std::io::Result<()> {
+    if crate::fault::is(crate::fault::Fault::LateEnd) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let a = restore_attr_of(saved);
     let mut policy = a.sched_policy as libc::c_int;
     if a.sched_flags & SCHED_FLAG_RESET_ON_FORK != 0 {

@@ -24,7 +24,8 @@ pub enum Fault {
     /// `over-budget`: the server hands out four times its runtime per
     /// period (at most the period)
     OverBudget = 2,
-    /// `late-end`: every boost the executor ends is ended 10 ms late
+    /// `late-end`: every boost is given its policy back 10 ms late (by the
+    /// executor or the planner)
     LateEnd = 3,
     /// `no-restore`: the journals are never replayed (the guardian's and a
     /// start's restores do nothing)

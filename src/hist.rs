@@ -66,6 +66,14 @@ impl Hist {
         self.counts[bucket_of(v)] += 1;
     }
 
+    /// Replaces one recorded value `old` (ns) by `new`: `new` is recorded,
+    /// and `old` taken out if its bucket holds a count.
+    pub fn replace(&mut self, old: u64, new: u64) {
+        let b = bucket_of(old);
+        self.counts[b] = self.counts[b].saturating_sub(1);
+        self.record(new);
+    }
+
     /// Counts gained since `earlier` (saturating: a counter never goes back).
     pub fn delta(&self, earlier: &Hist) -> Hist {
         Hist {
@@ -107,6 +115,20 @@ impl Hist {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replace_moves_one_count() {
+        let mut h = Hist::default();
+        h.record(1000);
+        h.record(1000);
+        h.replace(1000, 5_000_000);
+        assert_eq!(h.counts[bucket_of(1000)], 1);
+        assert_eq!(h.counts[bucket_of(5_000_000)], 1);
+        assert_eq!(h.total(), 2);
+        // a value never recorded: only the new one is added
+        h.replace(7_000_000_000, 8);
+        assert_eq!(h.total(), 3);
+    }
 
     #[test]
     fn buckets_contain_their_values() {

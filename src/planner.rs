@@ -25,13 +25,28 @@ use crate::knobs::{self, Knobs};
 use crate::reach::{reach, Reach};
 use crate::rescue::Lifeline;
 use crate::sched::{agent_setup, BpfView, HiTask};
-use crate::server::{Action, CpuServer, Sample, ServerConfig, Step, TaskNow, Waiter, MAX_BOOSTED};
+use crate::server::{
+    Action, CpuServer, RestoreWhy, Sample, ServerConfig, Step, TaskNow, Waiter, MAX_BOOSTED,
+};
 use crate::state::journal_path;
 use crate::stats::ServerRow;
 use crate::sys::{
     housekeeping_of, monotonic_ns, nohz_full_cpus, online_cpus, pin_thread, repin_after_hotplug,
     sleep_until,
 };
+
+/// A boost the executor was asked to end, its restore not made yet.
+struct Ending {
+    tid: u32,
+    /// the executor's post id
+    id: u64,
+    entry: Entry,
+    /// its BPF boost slot
+    slot: usize,
+    /// the overrun booked for its end (ns) and its slot's run time then
+    /// (ns): the run until the restore is added to that overrun
+    booked: Option<(u64, u64)>,
+}
 
 #[derive(Clone, Copy, Debug, Default)]
 struct BoostCounts {
@@ -261,8 +276,8 @@ struct Planner<'v> {
     exec_ids: HashMap<u32, u64>,
     /// posts whose system call has not been seen yet: (tid, id, posted at ns)
     posted: Vec<(u32, u64, u64)>,
-    /// posts the executor was asked to end: (tid, id, journal entry, slot)
-    ending: Vec<(u32, u64, Entry, usize)>,
+    /// posts the executor was asked to end
+    ending: Vec<Ending>,
     /// the kernel's ext_server, handed this CPU's budget while a task no
     /// boost can preempt holds the CPU (None: not ours to change)
     ext: Option<ExtHandoff<'v>>,
@@ -400,7 +415,9 @@ impl<'v> Planner<'v> {
         Ok(())
     }
 
-    fn restore(&mut self, tid: u32) {
+    /// Gives `tid` its own policy back; `over_ns` is the overrun the server
+    /// booked for its end (None: it blocked, or it is not the server's end).
+    fn restore(&mut self, tid: u32, over_ns: Option<u64>) {
         if let Some((e, slot)) = self.boosted.remove(&tid) {
             // A boost of the executor is ended there (at once if it is not
             // over yet); the rest is done when its result is in.
@@ -410,7 +427,14 @@ impl<'v> Planner<'v> {
                 End::Pending => {
                     let id = post.map_or(0, |(_, id)| id);
                     self.posted.retain(|p| p.1 != id);
-                    self.ending.push((tid, id, e, slot));
+                    let ran_ns = self.view.slot(slot).1;
+                    self.ending.push(Ending {
+                        tid,
+                        id,
+                        entry: e,
+                        slot,
+                        booked: over_ns.map(|o| (o, ran_ns)),
+                    });
                     return;
                 }
                 End::Unknown => restore_here(tid, &e),
@@ -498,13 +522,18 @@ impl<'v> Planner<'v> {
                 self.server.drop_boost(tid);
             }
         }
-        for (tid, id, e, slot) in std::mem::take(&mut self.ending) {
-            match ex.take_ended(id) {
+        for end in std::mem::take(&mut self.ending) {
+            match ex.take_ended(end.id) {
                 Some(r) => {
-                    let _ = ex.take_started(id);
-                    self.restored(tid, slot, &e.boost, r)
+                    let _ = ex.take_started(end.id);
+                    // the run until the executor's restore, as BPF counted it
+                    let (spid, ran_ns, _) = self.view.slot(end.slot);
+                    if let (Some((over, then)), true) = (end.booked, spid == end.tid) {
+                        self.server.overran_more(over, ran_ns.saturating_sub(then));
+                    }
+                    self.restored(end.tid, end.slot, &end.entry.boost, r)
                 }
-                None => self.ending.push((tid, id, e, slot)),
+                None => self.ending.push(end),
             }
         }
     }
@@ -516,9 +545,9 @@ impl<'v> Planner<'v> {
             self.settle();
         }
         // An executor that could not run in 2 s: restore from here.
-        for (tid, _, e, slot) in std::mem::take(&mut self.ending) {
-            let r = restore_here(tid, &e);
-            self.restored(tid, slot, &e.boost, r);
+        for end in std::mem::take(&mut self.ending) {
+            let r = restore_here(end.tid, &end.entry);
+            self.restored(end.tid, end.slot, &end.entry.boost, r);
         }
         self.server.drop_all();
     }
@@ -536,7 +565,7 @@ impl<'v> Planner<'v> {
     fn end_boosts(&mut self) {
         let tids: Vec<u32> = self.boosted.keys().copied().collect();
         for tid in tids {
-            self.restore(tid);
+            self.restore(tid, None);
         }
     }
 
@@ -659,12 +688,12 @@ impl<'v> Planner<'v> {
                         self.server.drop_boost(pid);
                     }
                 }
-                Action::Restore { pid, why } => {
+                Action::Restore { pid, why, over_ns } => {
                     debug!(
                         "cpu {cpu}: t={:.3} restore {pid} ({why:?})",
                         s.now_ns as f64 / 1e6
                     );
-                    self.restore(pid);
+                    self.restore(pid, (why != RestoreWhy::Blocked).then_some(over_ns));
                 }
             }
         }
@@ -802,7 +831,7 @@ impl<'v> Planner<'v> {
     fn hand_to(&mut self, to: Reach, s: &Sample) {
         let tids: Vec<u32> = self.boosted.keys().copied().collect();
         for tid in tids {
-            self.restore(tid);
+            self.restore(tid, None);
         }
         if self.reach == Reach::ExtServer && to != Reach::ExtServer {
             if let Err(e) = self.ext_server(false) {
@@ -896,6 +925,7 @@ impl<'v> Planner<'v> {
             waiters_dropped: self.view.waiters_dropped(self.cpu),
             tasks: s.last_period_tasks,
             min_share_ms: s.last_period_min_share_ns as f64 / 1e6,
+            period_boosted_max_ms: s.max_period_boosted_ns as f64 / 1e6,
         }
     }
 }

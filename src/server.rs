@@ -280,6 +280,10 @@ pub enum Action {
         pid: u32,
         /// why
         why: RestoreWhy,
+        /// the overrun booked for it, ns, from its run time at this step
+        /// (a restore made later, by the executor, is booked again with
+        /// [`CpuServer::overran_more`]); 0 when it blocked
+        over_ns: u64,
     },
 }
 
@@ -371,6 +375,10 @@ pub struct ServerStats {
     pub last_period_delivered_ns: u64,
     /// boosted run time in the last complete period, ns
     pub last_period_boosted_ns: u64,
+    /// the most boosted run time in one period, ns, over the periods
+    /// closed one at a time (a late step that closes several cannot tell
+    /// them apart): the runtime plus what its boosts ran past their ends
+    pub max_period_boosted_ns: u64,
     /// tasks boosted in the last complete period that wanted more than
     /// they got (no boost of theirs ended because they blocked)
     pub last_period_tasks: u32,
@@ -575,7 +583,30 @@ impl CpuServer {
         } else {
             self.stats.handed_over += 1;
         }
-        out.actions.push(Action::Restore { pid: a.pid, why });
+        let over_ns = if why == RestoreWhy::Blocked { 0 } else { over };
+        out.actions.push(Action::Restore {
+            pid: a.pid,
+            why,
+            over_ns,
+        });
+    }
+
+    /// A boost whose end was booked with an overrun of `booked_ns` ran
+    /// `extra_ns` more before its restore took effect (made later, by the
+    /// executor): its overrun is `booked_ns + extra_ns` in the statistics,
+    /// and the extra counts toward this period's overrun (the debt's cap).
+    pub fn overran_more(&mut self, booked_ns: u64, extra_ns: u64) {
+        if extra_ns == 0 {
+            return;
+        }
+        let over = booked_ns + extra_ns;
+        if booked_ns > 0 {
+            self.stats.overrun.replace(booked_ns, over);
+        } else {
+            self.stats.overrun.record(over);
+        }
+        self.stats.max_overrun_ns = self.stats.max_overrun_ns.max(over);
+        self.period_overrun_ns += extra_ns;
     }
 
     /// Ends the `done` boosts of a step (share used, or cut by the
@@ -779,6 +810,12 @@ impl CpuServer {
     fn close_periods(&mut self, s: &Sample, n: u64) {
         self.stats.last_period_delivered_ns = s.delivered().saturating_sub(self.delivered_base_ns);
         self.stats.last_period_boosted_ns = s.boosted().saturating_sub(self.boosted_base_ns);
+        if n == 1 {
+            self.stats.max_period_boosted_ns = self
+                .stats
+                .max_period_boosted_ns
+                .max(self.stats.last_period_boosted_ns);
+        }
         // Each period pays back up to its runtime of the debt (however its
         // normal tasks ran: the debt is what lowered what it owed). What was
         // delivered beyond what it then owed becomes debt, up to the
@@ -1230,7 +1267,7 @@ mod tests {
         st.actions
             .iter()
             .filter_map(|a| match a {
-                Action::Restore { pid, why } => Some((*pid, *why)),
+                Action::Restore { pid, why, .. } => Some((*pid, *why)),
                 _ => None,
             })
             .collect()
@@ -1523,6 +1560,41 @@ mod tests {
     }
 
     #[test]
+    fn a_restore_made_late_books_the_run_until_it() {
+        let t = Tasks::new(&[7]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
+        t.run(7, 50 * MS + 300_000);
+        let smp = Sample {
+            now_ns: 998 * MS + 300_000,
+            normal_runtime_ns: 50 * MS + 300_000,
+            boosted_runtime_ns: 50 * MS + 300_000,
+            ..Default::default()
+        };
+        let st = s.step(&smp, |p| t.get(p), || panic!("nothing owed"));
+        let booked = match st.actions.as_slice() {
+            [Action::Restore {
+                pid: 7,
+                why: RestoreWhy::Exhausted,
+                over_ns,
+            }] => *over_ns,
+            a => panic!("{a:?}"),
+        };
+        assert_eq!(booked, 300_000);
+        // the executor's restore came 10 ms later: one overrun of 10.3 ms
+        s.overran_more(booked, 10 * MS);
+        assert_eq!(s.stats.max_overrun_ns, 10 * MS + 300_000);
+        assert_eq!(s.stats.overrun.total(), 1);
+        let mut one = Hist::default();
+        one.record(10 * MS + 300_000);
+        assert_eq!(s.stats.overrun, one, "the booked 0.3 ms is replaced");
+        // nothing more: nothing changes
+        let before = s.stats.clone();
+        s.overran_more(booked, 0);
+        assert_eq!(s.stats, before);
+    }
+
+    #[test]
     fn a_boost_cut_by_the_executor_counts_its_overrun_or_hands_on_the_rest() {
         // Cut at its limit after 50.2 ms of a 50 ms share: exhausted, with
         // its overrun measured (not as blocked, which has no overrun stat).
@@ -1566,6 +1638,7 @@ mod tests {
         assert_eq!(s.stats.periods, 1);
         assert_eq!(s.stats.last_period_delivered_ns, 40 * MS);
         assert_eq!(s.stats.last_period_boosted_ns, 40 * MS);
+        assert_eq!(s.stats.max_period_boosted_ns, 40 * MS);
         assert_eq!(s.owed_ns(&at(1948, 40, 40)), 50 * MS);
         // it had to boost: the new period is served from its start (the
         // kernel's dl_defer_running), looking again after the margin

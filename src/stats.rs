@@ -484,17 +484,20 @@ pub struct ServerRow {
     /// waiters of the CPU the full BPF waiters map refused
     /// (`nr_waiters_dropped`)
     pub waiters_dropped: u64,
+    /// the most boosted run time in one period since start, ms: the
+    /// runtime plus how far its boosts ran past their ends
+    pub period_boosted_max_ms: f64,
 }
 
 /// The server table of `--stats`: one line per served CPU.
 pub fn format_server_table(rows: &[ServerRow]) -> String {
     let mut s = String::from(
         "server: cpu periods delivered_ms boosted_ms boosts_dl boosts_fifo failed handed_over \
-         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us debt_us by lost_found tasks min_share_ms slots_full waiters_dropped\n",
+         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us debt_us by lost_found tasks min_share_ms slots_full waiters_dropped period_boosted_max_ms\n",
     );
     for r in rows {
         s += &format!(
-            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1} {:>7.1} {:>4} {:>10} {:>5} {:>12.2} {:>10} {:>15}\n",
+            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1} {:>7.1} {:>4} {:>10} {:>5} {:>12.2} {:>10} {:>15} {:>21.3}\n",
             r.cpu,
             r.periods,
             r.delivered_ms,
@@ -515,7 +518,8 @@ pub fn format_server_table(rows: &[ServerRow]) -> String {
             r.tasks,
             r.min_share_ms,
             r.slots_full,
-            r.waiters_dropped
+            r.waiters_dropped,
+            r.period_boosted_max_ms
         );
     }
     s

@@ -13,10 +13,14 @@
 # latency is ~0.3 ms (1 ms and more in its tail), so the test prints the goals
 # and asserts what can be told apart from the emulator: the server served the
 # hogs (>= 1 boost on CPU 1), scx_floor was never ejected, every boost ended
-# within 4.5 ms (in kernel-cut mode the kernel cuts it by the next tick at
+# within 7 ms (in kernel-cut mode the kernel cuts it by the next tick at
 # the latest at HZ=250; in FIFO mode the executor's local timer: 0.09-0.27
-# ms, 1.35 ms once in a boot with multi-ms emulator stalls), and
-# sched_rt_runtime_us is back afterwards. Gaps are told apart by time:
+# ms usually; the emulator's tail took both to 4.1-4.2 ms once in 10 runs,
+# and a 10 ms late end, the broken variant, is 10.8), no period held
+# more than 7 ms of boosted run time for its 0.02 ms budget (the run until the
+# restored policy took effect, as BPF counts it: the overrun is taken when
+# the planner ends the boost, and a restore that takes effect late shows
+# here), and sched_rt_runtime_us is back afterwards. Gaps are told apart by time:
 # scx_floor runs with -v, which logs each boost with its CLOCK_MONOTONIC time
 # (the probe's clock); a gap > 1 ms that overlaps [boost - 1 ms, boost +
 # 10 ms] is the boost's. At most 2 per boost (a server thread waking on the
@@ -93,7 +97,7 @@ for mode in default dl; do
 	assert_not_ejected "$seq0" "$mode"
 	stop_floor || fail "$mode: scx_floor exit code $?"
 	boosts=$(( $(cpu1 5) + $(cpu1 6) ))
-	p99=$(cpu1 9); omax=$(cpu1 10)
+	p99=$(cpu1 9); omax=$(cpu1 10); pbmax=$(cpu1 22)
 	note "$mode: $boosts boosts on CPU 1 in $(cpu1 2) periods, overrun p99 bucket $p99 us, max $omax us, debt $(cpu1 15) us"
 	if [ "$MAXG" -le 1000 ]; then note "  goal met: no gap > 1 ms"; else note "  GOAL MISSED (emulator?): longest gap $MAXG us > 1 ms"; fi
 	if [ "$p99" != - ] && le "$p99" 100 && le "$omax" 500; then note "  goal met: overrun p99 < 100 us, max < 500 us"
@@ -110,7 +114,8 @@ for mode in default dl; do
 	figure "${mode}_longest_gap_us" "$MAXG"
 	figure "${mode}_gaps_near_boosts_per_boost" "$(awk -v a="$n_in" -v b="$n_boosts" 'BEGIN { printf "%.2f", b ? a / b : 0 }')" "<= 2"
 	figure "${mode}_gaps_elsewhere" "$n_out" "<= max(3 x floor + 10, $OUT_FLOOR)"
-	figure "${mode}_overrun_max_us" "$omax" "<= 4500"
+	figure "${mode}_overrun_max_us" "$omax" "<= 7000"
+	figure "${mode}_period_boosted_max_ms" "$pbmax" "<= 7"
 	[ "$n_boosts" -ge 1 ] || fail "$mode: no boost on CPU 1 in scx_floor's -v log"
 	[ "$n_in" -le $((2 * n_boosts)) ] ||
 		fail "$mode: $n_in gaps > 1 ms within 10 ms of $n_boosts boosts (2 per boost allowed)"
@@ -122,7 +127,8 @@ for mode in default dl; do
 	[ "$allowed" -ge "$OUT_FLOOR" ] || allowed=$OUT_FLOOR
 	[ "$n_out" -le "$allowed" ] ||
 		fail "$mode: $n_out gaps > 1 ms away from boosts, the probe alone $floor_n1 ($allowed allowed: 3 x that + 10, at least $OUT_FLOOR)"
-	le "$omax" 4500 || fail "$mode: overrun max $omax us > 4.5 ms (boosts not cut on time)"
+	le "$omax" 7000 || fail "$mode: overrun max $omax us > 7 ms (boosts not cut on time)"
+	le "$pbmax" 7 || fail "$mode: $pbmax ms boosted in one period for a 0.02 ms budget (> 7 ms: boosts not ended on time)"
 	[ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt_orig" ] || fail "sched_rt_runtime_us not restored after $mode"
 done
 errs=$(dmesg_errors)
