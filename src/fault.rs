@@ -37,15 +37,23 @@ pub enum Fault {
     StuckPlanner = 5,
     /// `stuck-no-rescue`: `stuck-planner`, and the watchdog never frees it
     StuckNoRescue = 6,
+    /// `no-slice-policy`: the slice never follows the number of runnable
+    /// tasks (`--latency-us` keeps the one-task slice)
+    NoSlicePolicy = 7,
+    /// `no-rcu-boost`: as `--no-rcu-boost`, preempted RCU readers are not
+    /// queued first
+    NoRcuBoost = 8,
 }
 
-const NAMES: [(&str, Fault); 6] = [
+const NAMES: [(&str, Fault); 8] = [
     ("no-boost", Fault::NoBoost),
     ("over-budget", Fault::OverBudget),
     ("late-end", Fault::LateEnd),
     ("no-restore", Fault::NoRestore),
     ("stuck-planner", Fault::StuckPlanner),
     ("stuck-no-rescue", Fault::StuckNoRescue),
+    ("no-slice-policy", Fault::NoSlicePolicy),
+    ("no-rcu-boost", Fault::NoRcuBoost),
 ];
 
 static FAULT: AtomicU8 = AtomicU8::new(Fault::None as u8);

@@ -355,7 +355,7 @@ fn sched_config(opts: &Opts, slice: &slice::SliceMode) -> sched::SchedConfig {
         // Latency mode: a CPU with one task gets the whole target.
         slice_ns: slice.slice_for(1),
         wakeup_preempt: !opts.no_wakeup_preempt,
-        rcu_boost: !opts.no_rcu_boost,
+        rcu_boost: !opts.no_rcu_boost && !fault::is(fault::Fault::NoRcuBoost),
         sample_load: slice.is_dynamic(),
         slice_end: if opts.no_slice_timer {
             slice::SliceEnd::Tick

@@ -46,6 +46,7 @@ use log::{debug, info, warn};
 use scx_utils::UserExitInfo;
 
 use crate::config::{BoostMode, PolicyConfig};
+use crate::fault::{self, Fault};
 use crate::knobs::{self, Knobs};
 use crate::planner::{serve_cpu, ExtServer};
 use crate::rescue::{self, Lifeline};
@@ -354,7 +355,7 @@ impl Watch<'_> {
             if restored || long_gap {
                 retake_knobs(cfg, self.knobs, self.dl_ok);
             }
-            if cfg.slice.is_dynamic() {
+            if cfg.slice.is_dynamic() && !fault::is(Fault::NoSlicePolicy) {
                 for (cpu, st) in slices.iter_mut().enumerate() {
                     if let Some(ns) = st.poll(&cfg.slice, view.nr_runnable(cpu)) {
                         debug!("cpu {cpu}: {} runnable, slice {} us", st.nr, ns / 1000);
