@@ -254,6 +254,9 @@ mod tests {
         let doc = StatsDoc::new(42, &mode, vec![(1, c.clone())], vec![row.clone()]);
         let text = serde_json::to_string_pretty(&doc).unwrap();
         let back: StatsDoc = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.schema_version, SCHEMA_VERSION);
+        assert_eq!(back.scx_floor, crate::VERSION);
+        assert!(back.unix_time > 1.7e9, "{}", back.unix_time);
         assert_eq!(back.slice_mode, "latency");
         assert_eq!((back.slice_ns, back.min_slice_ns), (1_000_000, 400_000));
         assert_eq!(back.cpus.len(), 1);
@@ -270,6 +273,9 @@ mod tests {
                 .unwrap();
         assert_eq!((other.cpus[0].cpu, other.cpus[0].runlen.count), (1, 3));
         assert_eq!(other.cpus[0].runlen.p99_ns, None);
+        // schema 1 named the version field `version`
+        let v1: StatsDoc = serde_json::from_str(r#"{"version": 1}"#).unwrap();
+        assert_eq!(v1.schema_version, 1);
     }
 
     #[test]
@@ -368,13 +374,24 @@ pub struct CpuDoc {
     pub overshoot: HistSummary,
 }
 
-/// The `--stats-json` document (`serde_json`, pretty-printed). Schema
-/// version 1; all times in ns unless the name says otherwise.
+/// The version of the `--stats-json` schema: 2 added `scx_floor` and
+/// `unix_time` and renamed `version` to `schema_version`.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The `--stats-json` document (`serde_json`, pretty-printed), schema
+/// [`SCHEMA_VERSION`]; all times in ns unless the name says otherwise.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StatsDoc {
-    /// schema version
-    pub version: u32,
+    /// the schema's version ([`SCHEMA_VERSION`]; documents of schema 1
+    /// named it `version`)
+    #[serde(alias = "version")]
+    pub schema_version: u32,
+    /// the scx_floor that wrote it: [`crate::VERSION`] (version, commit,
+    /// target)
+    pub scx_floor: Cow<'static, str>,
+    /// wall-clock time of the snapshot, Unix seconds
+    pub unix_time: f64,
     /// CLOCK_MONOTONIC of the snapshot, ns
     pub time_ns: u64,
     /// "fixed" or "latency"
@@ -405,7 +422,11 @@ impl StatsDoc {
             SliceMode::Latency { latency_ns, min_ns } => ("latency", latency_ns, min_ns),
         };
         StatsDoc {
-            version: 1,
+            schema_version: SCHEMA_VERSION,
+            scx_floor: Cow::Borrowed(crate::VERSION),
+            unix_time: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
             time_ns,
             slice_mode: Cow::Borrowed(slice_mode),
             slice_ns,

@@ -239,7 +239,7 @@ mod tests {
             overshoot: Default::default(),
         };
         let doc = StatsDoc {
-            version: 1,
+            schema_version: scx_floor::stats::SCHEMA_VERSION,
             time_ns: 0,
             slice_mode: "fixed".into(),
             slice_ns: 500_000,
@@ -250,6 +250,7 @@ mod tests {
                 cpu(1, 9000, 524_288, 655_360),
             ],
             server: Vec::new(),
+            ..Default::default()
         };
         assert_eq!(
             floor_runlen(&doc, 1).unwrap(),

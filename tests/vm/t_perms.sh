@@ -6,7 +6,7 @@
 # A hostile path (issue 16): --stats-json in a world-writable sticky
 # directory where user nobody planted symlinks at the file's name and at
 # the temporary names scx_floor once used (<stem>.tmp, <name>.tmp), each to
-# a root-owned file. With fs.protected_symlinks 0 (the kernel's default;
+# a root-owned file. The stats file names its schema, the build and the time. With fs.protected_symlinks 0 (the kernel's default;
 # put back after), so that the kernel's own check does not hide a write
 # through them: the files they point to are unchanged, and the stats file is
 # a regular file of root's, mode 0600, where the symlink was.
@@ -15,6 +15,12 @@ J=$LOGDIR/perms.json
 start_floor --stats 0.5 --stats-json "$J"
 sleep 1.5
 [ -f "$J" ] || fail "no --stats-json file"
+# the document names its schema, the build (as -V does) and its wall time
+[ "$(jq -r .schema_version "$J")" = 2 ] || fail "schema_version is $(jq -r .schema_version "$J"), want 2"
+[ "$(jq -r .scx_floor "$J")" = "$("$FLOOR" -V | cut -d' ' -f2-)" ] ||
+	fail "the stats file names the build $(jq -r .scx_floor "$J"), -V says $("$FLOOR" -V)"
+age=$(jq -r --arg now "$(date +%s.%N)" '($now | tonumber) - .unix_time' "$J")
+le "${age#-}" 10 || fail "the stats file's unix_time is $age s off the clock"
 note "state dir: $(stat -c '%A %U' /run/scx_floor), stats file: $(stat -c '%A %U' "$J")"
 [ "$(stat -c %a /run/scx_floor)" = 700 ] || fail "/run/scx_floor is $(stat -c %a /run/scx_floor), not 700"
 [ "$(stat -c %a "$J")" = 600 ] || fail "$J is $(stat -c %a "$J"), not 600"
