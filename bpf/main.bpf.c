@@ -151,7 +151,7 @@ struct {
 /*
  * RT threads that are not the hog a boost must beat (tid -> 1), written by
  * user space: scx_floor's own threads (per CPU at most a planner, an
- * executor and a slice-end thread), its guardian, and on PREEMPT_RT the
+ * executor and a slice-end thread; one watchdog), its guardian, and on PREEMPT_RT the
  * irq_work/N, rcuc/N, ktimers/N (per CPU) and rcub/N (per rcu_node) threads
  * it runs at FIFO 99 (short items, like its own).
  */

@@ -415,9 +415,10 @@ impl<'v> Planner<'v> {
         Ok(())
     }
 
-    /// Gives `tid` its own policy back; `over_ns` is the overrun the server
-    /// booked for its end (None: it blocked, or it is not the server's end).
-    fn restore(&mut self, tid: u32, over_ns: Option<u64>) {
+    /// Gives `tid` its own policy back; `booked` is the overrun the server
+    /// booked for its end and the slot's run time it was taken from, ns
+    /// (None: it blocked, or it is not the server's end).
+    fn restore(&mut self, tid: u32, booked: Option<(u64, u64)>) {
         if let Some((e, slot)) = self.boosted.remove(&tid) {
             // A boost of the executor is ended there (at once if it is not
             // over yet); the rest is done when its result is in.
@@ -427,13 +428,12 @@ impl<'v> Planner<'v> {
                 End::Pending => {
                     let id = post.map_or(0, |(_, id)| id);
                     self.posted.retain(|p| p.1 != id);
-                    let ran_ns = self.view.slot(slot).1;
                     self.ending.push(Ending {
                         tid,
                         id,
                         entry: e,
                         slot,
-                        booked: over_ns.map(|o| (o, ran_ns)),
+                        booked,
                     });
                     return;
                 }
@@ -688,12 +688,20 @@ impl<'v> Planner<'v> {
                         self.server.drop_boost(pid);
                     }
                 }
-                Action::Restore { pid, why, over_ns } => {
+                Action::Restore {
+                    pid,
+                    why,
+                    over_ns,
+                    ran_ns,
+                } => {
                     debug!(
                         "cpu {cpu}: t={:.3} restore {pid} ({why:?})",
                         s.now_ns as f64 / 1e6
                     );
-                    self.restore(pid, (why != RestoreWhy::Blocked).then_some(over_ns));
+                    self.restore(
+                        pid,
+                        (why != RestoreWhy::Blocked).then_some((over_ns, ran_ns)),
+                    );
                 }
             }
         }
@@ -1154,6 +1162,7 @@ fn plan_cpu(
     let mut hotplug_seen = view.cpu_hotplug_events();
     let mut parked = false;
     life.start();
+    let _end = crate::rescue::EndOnDrop(life);
     // Every sleep tells the watchdog when the planner is due (rescue.rs).
     let sleep = |until: u64, fds: &[i32; 2]| {
         if life.asleep(until) && fault::is(Fault::StuckPlanner) {
@@ -1213,6 +1222,9 @@ fn plan_cpu(
             deadline = deadline.max(monotonic_ns());
         }
     }
+    // the exit's restores at SCHED_FIFO 99, not a rescue's 10% of a CPU
+    life.back_from_rescue();
+    life.awake();
     a.restore_all();
     *report.lock().unwrap_or_else(|e| e.into_inner()) = a.row();
     Ok(())

@@ -76,16 +76,24 @@ impl Lifeline {
         self.awake();
     }
 
-    /// Called by the planner just before it sleeps until `due_ns`
-    /// (`u64::MAX`: until woken): it goes back to SCHED_FIFO 99 first if
-    /// the watchdog rescued it. Returns whether it did.
-    pub fn asleep(&self, due_ns: u64) -> bool {
+    /// Called by the planner: if the watchdog rescued it, it goes back to
+    /// SCHED_FIFO 99. Returns whether it did.
+    pub fn back_from_rescue(&self) -> bool {
         let rescued = self.rescued.swap(false, Ordering::AcqRel);
         if rescued {
             if let Err(e) = attr::set_attr(0, &attr::agent_attr()) {
                 warn!("a rescued planner going back to SCHED_FIFO 99: {e}");
             }
         }
+        rescued
+    }
+
+    /// Called by the planner just before it sleeps until `due_ns`
+    /// (`u64::MAX`: until woken), after [`Lifeline::back_from_rescue`].
+    /// Returns whether it was rescued.
+    pub fn asleep(&self, due_ns: u64) -> bool {
+        let rescued = self.back_from_rescue();
+        // beat first: a watchdog that sees the due time sees this beat
         self.beat_ns.store(monotonic_ns(), Ordering::Release);
         self.due_ns.store(due_ns.max(1), Ordering::Release);
         rescued
@@ -93,9 +101,40 @@ impl Lifeline {
 
     /// Called by the planner when it wakes.
     pub fn awake(&self) {
-        self.due_ns.store(0, Ordering::Release);
+        // beat first: a watchdog that sees `due_ns` 0 sees this beat
         self.beat_ns.store(monotonic_ns(), Ordering::Release);
+        self.due_ns.store(0, Ordering::Release);
     }
+
+    /// Called when the planner thread ends: the watchdog looks no more.
+    pub fn end(&self) {
+        self.tid.store(0, Ordering::Release);
+    }
+
+    /// Whether the planner has ended (or never started).
+    fn ended(&self) -> bool {
+        self.tid.load(Ordering::Acquire) == 0
+    }
+}
+
+/// Ends a lifeline when dropped: the planner thread's last act, however
+/// it returns.
+pub struct EndOnDrop<'a>(pub &'a Lifeline);
+
+impl Drop for EndOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+/// What the watchdog remembers of a planner it suspects.
+#[derive(Clone, Copy, Debug, Default)]
+struct Suspect {
+    /// its CPU time (ns, /proc/self/task/TID/schedstat) at the first look
+    /// that found it overdue and runnable
+    cpu_ns: Option<u64>,
+    /// the kernel refused to rescue it (warned once)
+    warned: bool,
 }
 
 /// How long a planner has been overdue at `now` (ns), if by `stuck_ns` or
@@ -115,26 +154,55 @@ fn state_of(tid: u32) -> Option<char> {
     crate::boost::stat_fields(&s)?.first()?.chars().next()
 }
 
+/// The CPU time of our own thread `tid`, ns: the first field of
+/// /proc/self/task/TID/schedstat (`se.sum_exec_runtime`); None if it is
+/// gone.
+fn cpu_ns_of(tid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Whether a planner seen runnable at two looks, with CPU time `before`
+/// (ns) at the first and `now` at the second, did not run in between (a
+/// running planner is also in state R: only one whose CPU time stood still
+/// is stuck).
+pub fn stood_still(before: u64, now: u64) -> bool {
+    now <= before
+}
+
 /// The reservation a stuck planner gets.
 fn rescue_attr() -> SchedAttr {
     attr::deadline_attr(RESCUE_RUNTIME_NS, RESCUE_PERIOD_NS)
 }
 
 /// The watchdog's loop: every [`WATCH_EVERY_NS`] it looks at each planner
-/// (`(cpu, lifeline)`), and makes one overdue by [`STUCK_NS`] and runnable
-/// SCHED_DEADLINE until its next sleep. Runs until `stop` or `stop_fd`
-/// fires; returns how many rescues it made.
+/// (`(cpu, lifeline)`), and makes one that is overdue by [`STUCK_NS`],
+/// runnable, and has not run since the look before SCHED_DEADLINE until
+/// its next sleep. After `stop` (or `stop_fd`) it goes on until every
+/// planner has ended: a planner's exit restores what it boosted, and one
+/// stuck then would hold the exit. Returns how many rescues it made.
 pub fn watch(planners: &[(usize, &Lifeline)], stop: &AtomicBool, stop_fd: i32) -> u64 {
-    let mut warned = vec![false; planners.len()];
+    let mut suspects = vec![Suspect::default(); planners.len()];
     let mut rescues = 0;
     let mut next = monotonic_ns() + WATCH_EVERY_NS;
-    while !stop.load(Ordering::Relaxed) {
-        if sleep_until(next, &[stop_fd, stop_fd]) {
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
+        if stopping && planners.iter().all(|(_, l)| l.ended()) {
             break;
+        }
+        // the stop eventfd stays readable once fired: not polled after
+        let fds = if stopping {
+            [-1, -1]
+        } else {
+            [stop_fd, stop_fd]
+        };
+        sleep_until(next, &fds);
+        if monotonic_ns() < next {
+            continue; // the stop fired
         }
         next = monotonic_ns() + WATCH_EVERY_NS;
         for (i, (cpu, life)) in planners.iter().enumerate() {
-            if look_at(*cpu, life, &mut warned[i]) {
+            if look_at(*cpu, life, &mut suspects[i]) {
                 rescues += 1;
             }
         }
@@ -146,29 +214,44 @@ pub fn watch(planners: &[(usize, &Lifeline)], stop: &AtomicBool, stop_fd: i32) -
 }
 
 /// One look at CPU `cpu`'s planner; returns whether it was rescued.
-fn look_at(cpu: usize, life: &Lifeline, warned: &mut bool) -> bool {
+fn look_at(cpu: usize, life: &Lifeline, suspect: &mut Suspect) -> bool {
     let tid = life.tid.load(Ordering::Acquire);
     if tid == 0 || life.rescued.load(Ordering::Acquire) {
+        suspect.cpu_ns = None;
         return false;
     }
     let now = monotonic_ns();
-    let beat = life.beat_ns.load(Ordering::Acquire);
+    // due first: a planner stores its beat before its due time
     let due = life.due_ns.load(Ordering::Acquire);
-    let Some(late) = overdue(beat, due, now, STUCK_NS) else {
+    let beat = life.beat_ns.load(Ordering::Acquire);
+    let late = match overdue(beat, due, now, STUCK_NS) {
+        // sleeping in the kernel (the executor's condition variable at
+        // exit, say) is not stuck
+        Some(late) if state_of(tid) == Some('R') => late,
+        _ => {
+            suspect.cpu_ns = None;
+            return false;
+        }
+    };
+    let Some(cpu_now) = cpu_ns_of(tid) else {
         return false;
     };
-    // sleeping in the kernel (the executor's condition variable at exit,
-    // say) is not stuck
-    if state_of(tid) != Some('R') || fault::is(Fault::StuckNoRescue) {
+    match suspect.cpu_ns.replace(cpu_now) {
+        Some(before) if stood_still(before, cpu_now) => {}
+        // first look, or it ran since: look again
+        _ => return false,
+    }
+    if fault::is(Fault::StuckNoRescue) {
         return false;
     }
+    suspect.cpu_ns = None;
     match attr::set_attr(tid, &rescue_attr()) {
         Ok(()) => {
             life.rescued.store(true, Ordering::Release);
             warn!(
-                "CPU {cpu}'s planner (task {tid}) was runnable and {} ms overdue, behind a \
-                 real-time task at its own priority: it runs as SCHED_DEADLINE ({} ms every \
-                 {} ms) until its next sleep",
+                "CPU {cpu}'s planner (task {tid}) was runnable and {} ms overdue without \
+                 running, behind a real-time task at its own priority: it runs as \
+                 SCHED_DEADLINE ({} ms every {} ms) until its next sleep",
                 late / 1_000_000,
                 RESCUE_RUNTIME_NS / 1_000_000,
                 RESCUE_PERIOD_NS / 1_000_000
@@ -176,14 +259,14 @@ fn look_at(cpu: usize, life: &Lifeline, warned: &mut bool) -> bool {
             true
         }
         Err(e) => {
-            if !*warned {
-                *warned = true;
+            if !suspect.warned {
+                suspect.warned = true;
                 warn!(
-                    "CPU {cpu}'s planner (task {tid}) is runnable and {} ms overdue, behind a \
-                     real-time task at its own priority, and the kernel refused to make it \
-                     SCHED_DEADLINE: {e} (with kernel.sched_rt_runtime_us >= 0 it refuses a \
-                     task that may not run on every CPU of its root domain); it waits for \
-                     that task",
+                    "CPU {cpu}'s planner (task {tid}) is runnable and {} ms overdue without \
+                     running, behind a real-time task at its own priority, and the kernel \
+                     refused to make it SCHED_DEADLINE: {e} (with kernel.sched_rt_runtime_us \
+                     >= 0 it refuses a task that may not run on every CPU of its root \
+                     domain); it waits for that task",
                     late / 1_000_000
                 );
             }
@@ -219,15 +302,21 @@ mod tests {
     #[test]
     fn a_planner_that_beats_is_not_touched() {
         let life = Lifeline::default();
-        let mut warned = false;
+        let mut suspect = Suspect::default();
         // not started
-        assert!(!look_at(0, &life, &mut warned));
+        assert!(life.ended());
+        assert!(!look_at(0, &life, &mut suspect));
         life.start();
+        assert!(!life.ended());
         // awake and just beat: not overdue
-        assert!(!look_at(0, &life, &mut warned));
+        assert!(!look_at(0, &life, &mut suspect));
         life.asleep(monotonic_ns() + 1_000 * MS);
-        assert!(!look_at(0, &life, &mut warned));
-        assert!(!warned);
+        assert!(!look_at(0, &life, &mut suspect));
+        assert!(suspect.cpu_ns.is_none() && !suspect.warned);
+        {
+            let _end = EndOnDrop(&life);
+        }
+        assert!(life.ended(), "ended when its guard is dropped");
     }
 
     #[test]
@@ -245,11 +334,27 @@ mod tests {
             std::thread::yield_now();
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let mut warned = false;
-        assert!(!look_at(0, &life, &mut warned));
+        let mut suspect = Suspect::default();
+        assert!(!look_at(0, &life, &mut suspect));
+        assert!(!look_at(0, &life, &mut suspect));
         assert!(!life.rescued.load(Ordering::Acquire));
+        assert!(suspect.cpu_ns.is_none(), "not a suspect while asleep");
         tx.send(()).unwrap();
         h.join().unwrap();
+    }
+
+    #[test]
+    fn a_running_planner_is_not_a_stuck_one() {
+        assert!(stood_still(5_000, 5_000));
+        assert!(!stood_still(5_000, 5_001));
+        // this thread runs: its CPU time moves
+        // SAFETY: plain syscall.
+        let me = unsafe { libc::gettid() } as u32;
+        let a = cpu_ns_of(me).unwrap();
+        let t = monotonic_ns();
+        while monotonic_ns() - t < 5 * MS {}
+        let b = cpu_ns_of(me).unwrap();
+        assert!(!stood_still(a, b), "{a} -> {b}");
     }
 
     #[test]

@@ -284,6 +284,8 @@ pub enum Action {
         /// (a restore made later, by the executor, is booked again with
         /// [`CpuServer::overran_more`]); 0 when it blocked
         over_ns: u64,
+        /// its slot's run time that overrun was taken from, ns
+        ran_ns: u64,
     },
 }
 
@@ -588,6 +590,7 @@ impl CpuServer {
             pid: a.pid,
             why,
             over_ns,
+            ran_ns: a.base_ns + used,
         });
     }
 
@@ -606,7 +609,10 @@ impl CpuServer {
             self.stats.overrun.record(over);
         }
         self.stats.max_overrun_ns = self.stats.max_overrun_ns.max(over);
-        self.period_overrun_ns += extra_ns;
+        // an idle server's periods hold no overrun (its debt was forgiven)
+        if self.started {
+            self.period_overrun_ns += extra_ns;
+        }
     }
 
     /// Ends the `done` boosts of a step (share used, or cut by the
@@ -1577,7 +1583,11 @@ mod tests {
                 pid: 7,
                 why: RestoreWhy::Exhausted,
                 over_ns,
-            }] => *over_ns,
+                ran_ns,
+            }] => {
+                assert_eq!(*ran_ns, 50 * MS + 300_000, "its slot's run time then");
+                *over_ns
+            }
             a => panic!("{a:?}"),
         };
         assert_eq!(booked, 300_000);
