@@ -12,6 +12,7 @@ mod executor;
 mod fault;
 mod guard;
 mod man;
+mod monitor;
 mod planner;
 mod policy;
 mod reach;
@@ -173,6 +174,18 @@ pub struct Opts {
     /// 15 s). Exit status 0 when nothing is left to restore.
     #[arg(long, exclusive = true)]
     restore: bool,
+
+    /// Load nothing: print the stats of the scx_floor running now every SECS
+    /// seconds (0.1 to 3600), read from its stats server
+    /// (/var/run/scx/root/stats, root only): per-CPU rates and the server
+    /// rows.
+    #[arg(long, exclusive = true, value_name = "SECS", value_parser = parse_stats_secs)]
+    monitor: Option<f64>,
+
+    /// Describe every field of the stats server that --monitor reads, with
+    /// its unit, and exit.
+    #[arg(long, exclusive = true)]
+    help_stats: bool,
 
     /// Print this manual page, scx_floor(8), in roff and exit, e.g.
     /// `scx_floor --man | sudo tee /usr/local/share/man/man8/scx_floor.8`.
@@ -433,6 +446,12 @@ fn load_and_run(
 }
 
 fn run(opts: Opts) -> Result<()> {
+    if opts.help_stats {
+        return monitor::help_stats();
+    }
+    if let Some(secs) = opts.monitor {
+        return monitor::monitor(secs);
+    }
     if opts.restore {
         return restore_only();
     }

@@ -84,6 +84,12 @@ fn sections() -> String {
                 "Read before loading: nothing else may be loaded.",
             ),
             (
+                "/var/run/scx/root/stats",
+                "The stats server's socket (scx_stats, as other sched_ext schedulers \
+                 serve theirs), root-only (0600), removed on exit. --monitor reads it; \
+                 --help-stats describes its fields.",
+            ),
+            (
                 "/etc/default/scx_floor",
                 "The flags scx_floor.service starts it with (SCX_FLOOR_FLAGS).",
             ),

@@ -298,6 +298,8 @@ struct Watch<'a> {
     knobs: &'a Knobs,
     dl_ok: bool,
     reports: &'a [Mutex<ServerRow>],
+    /// the stats server's requests (None: it did not start)
+    stats: Option<&'a crate::monitor::Channel>,
 }
 
 /// A thread of the policy loop, as the scope that started it joins it.
@@ -363,6 +365,12 @@ impl Watch<'_> {
                     }
                 }
             }
+            if let Some(ch) = self.stats {
+                crate::monitor::serve_pending(ch, || {
+                    let (t, cpus) = snapshot(view);
+                    crate::monitor::Metrics::of(t, &cpus, &server_rows(self.reports))
+                });
+            }
             if let (Some(t), Some(every)) = (next_stats, cfg.stats_every) {
                 if monotonic_ns() >= t {
                     next_stats = Some(t + every.as_nanos() as u64);
@@ -392,6 +400,25 @@ fn log_slicers(counts: &[SlicerCounts]) {
         sum(|c| &c.early),
         sum(|c| &c.parks)
     );
+}
+
+/// Starts the planners' watchdog (`scx_floor-w`, SCHED_FIFO 99 on the
+/// housekeeping CPUs, `rescue.rs`) in scope `s`.
+fn spawn_watchdog<'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    view: &'scope BpfView,
+    planners: Vec<(usize, &'scope Lifeline)>,
+    stop: &'scope AtomicBool,
+    stop_fd: i32,
+) -> std::io::Result<Handle<'scope>> {
+    std::thread::Builder::new()
+        .name("scx_floor-w".into())
+        .spawn_scoped(s, move || -> Result<()> {
+            let online = online_cpus()?;
+            agent_setup(view, &housekeeping_of(&online, &nohz_full_cpus()))?;
+            rescue::watch(&planners, stop, stop_fd);
+            Ok(())
+        })
 }
 
 /// Starts the slice-end threads and the servers' threads, watches them from
@@ -447,25 +474,20 @@ fn run_servers(
                     })?;
                 handles.push(h);
             }
-            let (stop, fd, lifelines) = (&stop, stop_fd.0, &lifelines);
-            let h = std::thread::Builder::new()
-                .name("scx_floor-w".into())
-                .spawn_scoped(s, move || -> Result<()> {
-                    let online = online_cpus()?;
-                    agent_setup(view, &housekeeping_of(&online, &nohz_full_cpus()))?;
-                    let planners: Vec<(usize, &Lifeline)> =
-                        cfg.cpus.iter().copied().zip(lifelines).collect();
-                    rescue::watch(&planners, stop, fd);
-                    Ok(())
-                })?;
-            handles.push(h);
+            let planners: Vec<(usize, &Lifeline)> =
+                cfg.cpus.iter().copied().zip(&lifelines).collect();
+            handles.push(spawn_watchdog(s, view, planners, &stop, stop_fd.0)?);
         }
+        let stats = crate::monitor::launch()
+            .inspect_err(|e| warn!("no stats server (--monitor will not connect): {e:#}"))
+            .ok();
         let watch = Watch {
             view,
             cfg,
             knobs,
             dl_ok,
             reports: &reports,
+            stats: stats.as_ref().map(|s| &s.channel),
         };
         let failed = watch.run(shutdown, &mut handles);
         if view.exited() {
