@@ -132,6 +132,17 @@ pub struct Noise {
     pub hist_log2_us: Vec<u64>,
 }
 
+impl Noise {
+    /// The share of the window the probe had, percent: 100 × (window −
+    /// gaps) / window, as rtla osnoise's "% CPU Aval" (runtime − noise over
+    /// runtime). None for an empty window.
+    pub fn cpu_available_pct(&self) -> Option<f64> {
+        (self.window_ns > 0).then(|| {
+            100.0 * self.window_ns.saturating_sub(self.sum_ns) as f64 / self.window_ns as f64
+        })
+    }
+}
+
 /// The noise figures of a trace.
 pub fn noise(t: &Trace) -> Noise {
     let mut n = Noise {
@@ -258,6 +269,9 @@ mod tests {
         assert_eq!(n.hist_log2_us[8], 1);
         assert_eq!(n.hist_log2_us[10], 1);
         assert_eq!(n.hist_log2_us.iter().sum::<u64>(), 3);
+        // 1.815 ms of gaps in 10 ms: 81.85% available
+        assert!((n.cpu_available_pct().unwrap() - 81.85).abs() < 1e-9);
+        assert_eq!(Noise::default().cpu_available_pct(), None);
     }
 
     /// Two probes alternating every 500 us, with an interrupt of 30 us in the

@@ -599,8 +599,10 @@ pub fn s0(ctx: &Ctx, c: Config) -> Result<Row> {
         r.value = Some(n.max_ns as f64 / 1000.0);
         let secs_seen = n.window_ns as f64 / 1e9;
         r.details = format!(
-            "sum {} ms/s, {} gaps > 1 ms, {} gaps > 10 us in {:.1} s",
+            "sum {} ms/s, {}% CPU available, {} gaps > 1 ms, {} gaps > 10 us in {:.1} s",
             fmt_num(n.sum_ns as f64 / 1e6 / secs_seen),
+            n.cpu_available_pct()
+                .map_or("-".into(), |p| format!("{p:.3}")),
             n.over_1ms,
             n.count,
             secs_seen
@@ -611,7 +613,7 @@ pub fn s0(ctx: &Ctx, c: Config) -> Result<Row> {
                 "no gap > 1 ms (the emulator's own: see stock-noserver)".into(),
             ));
         }
-        r.raw = json!({ "noise": n, "reads": t.reads, "dropped": t.dropped, "threshold_ns": t.threshold_ns,
+        r.raw = json!({ "noise": n, "cpu_available_pct": n.cpu_available_pct(), "reads": t.reads, "dropped": t.dropped, "threshold_ns": t.threshold_ns,
                         "read_cost_ns": n.window_ns.saturating_sub(n.sum_ns) as f64 / t.reads.max(1) as f64 });
         if let Some(tracing) = &ctx.osnoise {
             let o = rtla_osnoise(ctx, tracing, secs);
@@ -651,7 +653,7 @@ impl RtlaRun {
             (Some(t), _) => {
                 let s = t.runtime_us as f64 / 1e6;
                 format!(
-                    "rtla osnoise: max single {} us, noise {} ms/s ({} us in {:.1} s){}",
+                    "rtla osnoise: max single {} us, noise {} ms/s ({} us in {:.1} s), {}% CPU available{}",
                     t.max_single_us,
                     fmt_num(if s > 0.0 {
                         t.noise_us as f64 / 1e3 / s
@@ -660,6 +662,7 @@ impl RtlaRun {
                     }),
                     t.noise_us,
                     s,
+                    t.cpu_avail_pct.map_or("-".into(), |p| format!("{p:.3}")),
                     if self.tracer_left.is_empty() {
                         ""
                     } else {
@@ -1276,13 +1279,14 @@ mod tests {
                 runtime_us: 10_000_000,
                 noise_us: 412_345,
                 max_single_us: 5339,
+                cpu_avail_pct: Some(95.87655),
                 ..Default::default()
             }),
             ..Default::default()
         };
         assert_eq!(
             r.summary(),
-            "rtla osnoise: max single 5339 us, noise 41.2 ms/s (412345 us in 10.0 s)"
+            "rtla osnoise: max single 5339 us, noise 41.2 ms/s (412345 us in 10.0 s), 95.877% CPU available"
         );
         r.top = None;
         r.error = Some("rtla not found in PATH".into());
