@@ -6,7 +6,7 @@
 # runs only when the watchdog makes it SCHED_DEADLINE. CPU 0 holds a normal
 # task and a SCHED_FIFO 50 hog: its floor needs that planner's boosts
 # (3 s window 0.8 s after the hogs start).
-# Asserted: the normal task still gets >= 40 ms/s (t_floor's bound), the
+# Asserted: the normal task still gets >= 30 ms/s (2 of 3 bursts), the
 # watchdog logged its rescues, the planner is back at SCHED_FIFO 99 once the
 # hog is gone, never ejected, knobs restored. Under "stuck-no-rescue" (the
 # watchdog never frees it) the normal task gets nothing: scripts/broken.
@@ -26,7 +26,10 @@ h50=$(rt_hog 0 fifo 50 7) || fail "no FIFO 50 hog"
 sleep 0.8
 # the window is read with shell builtins: a FIFO 50 hog holds CPU 0, and
 # the controller (FIFO 90) should not wait on the 9p root meanwhile. An
-# exact 3 s window holds 3 of the server's 1 s bursts whatever its phase.
+# exact 3 s window holds 3 of the server's 1 s bursts of 50 ms when they
+# come 1 s apart; the rescue's delay can move one out of it (39.4 ms/s
+# once in CI). The bound, 30 ms/s, wants 2 of the 3; the planner held
+# without rescue gave at most one (15.2).
 # Both CPUs are held by RT tasks for about 4 s in all: sched_ext's own
 # watchdog work checks in every 5 s, and once in CI (the hogs then ran
 # 12-14 s) it did not run for 10 s and the kernel ejected scx_floor after
@@ -43,10 +46,10 @@ sleep 1.5
 rescues=$(grep -c "planner (task [0-9]*) was runnable and [0-9]* ms overdue" "$FLOOR_LOG")
 note "stuck planner (${fault:-no fault}): normal task on CPU 0 got $normal ms/s, $rescues rescues"
 grep -E "overdue|refused|ejected" "$FLOOR_LOG" | head -3 | cut -c1-200 | sed 's/^/    /'
-figure normal_ms_per_s "$normal" ">= 40"
+figure normal_ms_per_s "$normal" ">= 30"
 figure rescues "$rescues" ">= 1"
 [ "$rescues" -ge 1 ] || fail "the watchdog logged no rescue"
-ge "$normal" 40 || fail "normal task on CPU 0 got $normal ms/s < 40 with its planner stuck"
+ge "$normal" 30 || fail "normal task on CPU 0 got $normal ms/s < 30 with its planner stuck"
 assert_not_ejected "$seq0" "stuck planner"
 planner=
 for t in /proc/"$FLOOR_PID"/task/*; do
