@@ -9,8 +9,10 @@ source "$(dirname "$0")/lib.sh"
 as_controller
 S=/var/run/scx/root/stats
 start_floor
-# the server starts with the policy loop, after the scheduler attaches
-for _ in $(seq 50); do [ -S "$S" ] && break; sleep 0.1; done
+# the server starts with the policy loop, after the scheduler attaches; the
+# socket is bound (mode from the umask: 0755, which already lets only root
+# connect, as connecting needs write permission) and then made 0600
+for _ in $(seq 50); do [ -S "$S" ] && [ "$(stat -c '%a %U' "$S")" = "600 root" ] && break; sleep 0.1; done
 [ -S "$S" ] || fail "no stats socket at $S 5 s after scx_floor attached"
 [ "$(stat -c '%a %U' "$S")" = "600 root" ] || fail "$S is $(stat -c '%a %U' "$S"), not 600 root"
 n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
