@@ -408,6 +408,7 @@ fn spawn_watchdog<'scope>(
     s: &'scope std::thread::Scope<'scope, '_>,
     view: &'scope BpfView,
     planners: Vec<(usize, &'scope Lifeline)>,
+    stuck_ns: u64,
     stop: &'scope AtomicBool,
     stop_fd: i32,
 ) -> std::io::Result<Handle<'scope>> {
@@ -416,7 +417,7 @@ fn spawn_watchdog<'scope>(
         .spawn_scoped(s, move || -> Result<()> {
             let online = online_cpus()?;
             agent_setup(view, &housekeeping_of(&online, &nohz_full_cpus()))?;
-            rescue::watch(&planners, stop, stop_fd);
+            rescue::watch(&planners, stuck_ns, stop, stop_fd);
             Ok(())
         })
 }
@@ -476,7 +477,10 @@ fn run_servers(
             }
             let planners: Vec<(usize, &Lifeline)> =
                 cfg.cpus.iter().copied().zip(&lifelines).collect();
-            handles.push(spawn_watchdog(s, view, planners, &stop, stop_fd.0)?);
+            let stuck_ns = rescue::stuck_after(sc.runtime_ns);
+            handles.push(spawn_watchdog(
+                s, view, planners, stuck_ns, &stop, stop_fd.0,
+            )?);
         }
         let stats = crate::monitor::launch()
             .inspect_err(|e| warn!("no stats server (--monitor will not connect): {e:#}"))

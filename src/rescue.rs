@@ -147,6 +147,14 @@ pub fn overdue(beat_ns: u64, due_ns: u64, now: u64, stuck_ns: u64) -> Option<u64
     (late >= stuck_ns).then_some(late)
 }
 
+/// How late a planner may be before it counts as stuck, ns, for a server
+/// of `runtime_ns` per period: a SCHED_DEADLINE boost of the server runs
+/// above SCHED_FIFO 99 for up to its runtime, and a planner queued behind
+/// it then is not stuck. [`STUCK_NS`] more than that.
+pub fn stuck_after(runtime_ns: u64) -> u64 {
+    runtime_ns.saturating_add(STUCK_NS)
+}
+
 /// The state letter of our own thread `tid` (`R`, `S`, ...), from
 /// /proc/self/task/TID/stat; None if it is gone.
 fn state_of(tid: u32) -> Option<char> {
@@ -181,7 +189,16 @@ fn rescue_attr() -> SchedAttr {
 /// its next sleep. After `stop` (or `stop_fd`) it goes on until every
 /// planner has ended: a planner's exit restores what it boosted, and one
 /// stuck then would hold the exit. Returns how many rescues it made.
-pub fn watch(planners: &[(usize, &Lifeline)], stop: &AtomicBool, stop_fd: i32) -> u64 {
+///
+/// `stuck_ns`: how late counts as stuck, at least [`STUCK_NS`]; a planner
+/// may wait behind one of the server's own SCHED_DEADLINE boosts for as long
+/// as that boost's runtime, which is not stuck ([`stuck_after`]).
+pub fn watch(
+    planners: &[(usize, &Lifeline)],
+    stuck_ns: u64,
+    stop: &AtomicBool,
+    stop_fd: i32,
+) -> u64 {
     let mut suspects = vec![Suspect::default(); planners.len()];
     let mut rescues = 0;
     let mut next = monotonic_ns() + WATCH_EVERY_NS;
@@ -202,7 +219,7 @@ pub fn watch(planners: &[(usize, &Lifeline)], stop: &AtomicBool, stop_fd: i32) -
         }
         next = monotonic_ns() + WATCH_EVERY_NS;
         for (i, (cpu, life)) in planners.iter().enumerate() {
-            if look_at(*cpu, life, &mut suspects[i]) {
+            if look_at(*cpu, life, stuck_ns, &mut suspects[i]) {
                 rescues += 1;
             }
         }
@@ -214,7 +231,7 @@ pub fn watch(planners: &[(usize, &Lifeline)], stop: &AtomicBool, stop_fd: i32) -
 }
 
 /// One look at CPU `cpu`'s planner; returns whether it was rescued.
-fn look_at(cpu: usize, life: &Lifeline, suspect: &mut Suspect) -> bool {
+fn look_at(cpu: usize, life: &Lifeline, stuck_ns: u64, suspect: &mut Suspect) -> bool {
     let tid = life.tid.load(Ordering::Acquire);
     if tid == 0 || life.rescued.load(Ordering::Acquire) {
         suspect.cpu_ns = None;
@@ -224,7 +241,7 @@ fn look_at(cpu: usize, life: &Lifeline, suspect: &mut Suspect) -> bool {
     // due first: a planner stores its beat before its due time
     let due = life.due_ns.load(Ordering::Acquire);
     let beat = life.beat_ns.load(Ordering::Acquire);
-    let late = match overdue(beat, due, now, STUCK_NS) {
+    let late = match overdue(beat, due, now, stuck_ns.max(STUCK_NS)) {
         // sleeping in the kernel (the executor's condition variable at
         // exit, say) is not stuck
         Some(late) if state_of(tid) == Some('R') => late,
@@ -305,13 +322,13 @@ mod tests {
         let mut suspect = Suspect::default();
         // not started
         assert!(life.ended());
-        assert!(!look_at(0, &life, &mut suspect));
+        assert!(!look_at(0, &life, STUCK_NS, &mut suspect));
         life.start();
         assert!(!life.ended());
         // awake and just beat: not overdue
-        assert!(!look_at(0, &life, &mut suspect));
+        assert!(!look_at(0, &life, STUCK_NS, &mut suspect));
         life.asleep(monotonic_ns() + 1_000 * MS);
-        assert!(!look_at(0, &life, &mut suspect));
+        assert!(!look_at(0, &life, STUCK_NS, &mut suspect));
         assert!(suspect.cpu_ns.is_none() && !suspect.warned);
         {
             let _end = EndOnDrop(&life);
@@ -335,8 +352,8 @@ mod tests {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
         let mut suspect = Suspect::default();
-        assert!(!look_at(0, &life, &mut suspect));
-        assert!(!look_at(0, &life, &mut suspect));
+        assert!(!look_at(0, &life, STUCK_NS, &mut suspect));
+        assert!(!look_at(0, &life, STUCK_NS, &mut suspect));
         assert!(!life.rescued.load(Ordering::Acquire));
         assert!(suspect.cpu_ns.is_none(), "not a suspect while asleep");
         tx.send(()).unwrap();
@@ -355,6 +372,16 @@ mod tests {
         while monotonic_ns() - t < 5 * MS {}
         let b = cpu_ns_of(me).unwrap();
         assert!(!stood_still(a, b), "{a} -> {b}");
+    }
+
+    #[test]
+    fn a_planner_behind_a_deadline_boost_is_not_stuck_before_its_runtime() {
+        assert_eq!(stuck_after(600 * MS), 700 * MS);
+        assert_eq!(
+            overdue(0, 1000 * MS, 1650 * MS, stuck_after(600 * MS)),
+            None
+        );
+        assert!(overdue(0, 1000 * MS, 1700 * MS, stuck_after(600 * MS)).is_some());
     }
 
     #[test]
