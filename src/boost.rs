@@ -37,11 +37,6 @@ pub fn make_boost(tid: u32, boost: &SchedAttr) -> std::io::Result<()> {
     set_attr(tid, boost)
 }
 
-/// Ends a boost: [`restore_policy`] of `tid` to `saved`.
-pub fn end_boost(tid: u32, saved: &SchedAttr) -> std::io::Result<()> {
-    restore_policy(tid, saved)
-}
-
 /// The highest RT priority scx_floor boosts to: 99 is kept for its own loop.
 pub const MAX_BOOST_PRIO: u32 = 98;
 

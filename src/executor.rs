@@ -131,7 +131,7 @@ impl Executor {
                 (pid, ran)
             },
             boost::make_boost,
-            boost::end_boost,
+            boost::restore_policy,
             attr::get_attr,
         )
     }

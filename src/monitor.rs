@@ -167,9 +167,7 @@ impl Metrics {
     pub fn of(time_ns: u64, cpus: &[(usize, CpuCounters)], rows: &[ServerRow]) -> Self {
         Metrics {
             scx_floor: scx_floor::VERSION.to_string(),
-            unix_time: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
+            unix_time: scx_floor::sys::unix_time_s(),
             time_ns,
             cpus: cpus
                 .iter()

@@ -155,13 +155,6 @@ pub fn stuck_after(runtime_ns: u64) -> u64 {
     runtime_ns.saturating_add(STUCK_NS)
 }
 
-/// The state letter of our own thread `tid` (`R`, `S`, ...), from
-/// /proc/self/task/TID/stat; None if it is gone.
-fn state_of(tid: u32) -> Option<char> {
-    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
-    crate::boost::stat_fields(&s)?.first()?.chars().next()
-}
-
 /// The CPU time of our own thread `tid`, ns: the first field of
 /// /proc/self/task/TID/schedstat (`se.sum_exec_runtime`); None if it is
 /// gone.
@@ -244,7 +237,7 @@ fn look_at(cpu: usize, life: &Lifeline, stuck_ns: u64, suspect: &mut Suspect) ->
     let late = match overdue(beat, due, now, stuck_ns.max(STUCK_NS)) {
         // sleeping in the kernel (the executor's condition variable at
         // exit, say) is not stuck
-        Some(late) if state_of(tid) == Some('R') => late,
+        Some(late) if crate::boost::stat_of(tid).map(|(_, st)| st) == Some('R') => late,
         _ => {
             suspect.cpu_ns = None;
             return false;

@@ -424,9 +424,7 @@ impl StatsDoc {
         StatsDoc {
             schema_version: SCHEMA_VERSION,
             scx_floor: Cow::Borrowed(crate::VERSION),
-            unix_time: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
+            unix_time: crate::sys::unix_time_s(),
             time_ns,
             slice_mode: Cow::Borrowed(slice_mode),
             slice_ns,

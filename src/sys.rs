@@ -21,6 +21,13 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Wall-clock time now, Unix seconds (0 before 1970).
+pub fn unix_time_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// CPUs online now (`/sys/devices/system/cpu/online`).
 pub fn online_cpus() -> Result<Vec<usize>> {
     let s = std::fs::read_to_string("/sys/devices/system/cpu/online")
