@@ -984,21 +984,19 @@ pub fn serve_cpu(
         if with_exec {
             let (tx, rx) = std::sync::mpsc::channel();
             let ex = &exec;
-            std::thread::Builder::new()
-                .name(format!("scx_floor-x/{cpu}"))
-                .spawn_scoped(s, move || {
-                    // SAFETY: plain syscall.
-                    ex.tid
-                        .store(unsafe { libc::gettid() } as u32, Ordering::Relaxed);
-                    let r = agent_setup(view, &[cpu]);
-                    // warm up the system call's path
-                    let _ = attr::get_attr(0);
-                    let ok = r.is_ok();
-                    let _ = tx.send(r);
-                    if ok {
-                        ex.run(view);
-                    }
-                })?;
+            crate::sys::rt_thread(format!("scx_floor-x/{cpu}")).spawn_scoped(s, move || {
+                // SAFETY: plain syscall.
+                ex.tid
+                    .store(unsafe { libc::gettid() } as u32, Ordering::Relaxed);
+                let r = agent_setup(view, &[cpu]);
+                // warm up the system call's path
+                let _ = attr::get_attr(0);
+                let ok = r.is_ok();
+                let _ = tx.send(r);
+                if ok {
+                    ex.run(view);
+                }
+            })?;
             rx.recv()
                 .context("the executor thread ended")?
                 .with_context(|| format!("the executor thread of CPU {cpu}"))?;

@@ -31,9 +31,12 @@
 //!   migration is disabled can be held there by it. A watchdog thread
 //!   (`scx_floor-w`, SCHED_FIFO 99, `rescue.rs`) makes a planner overdue by
 //!   100 ms and runnable SCHED_DEADLINE until its next sleep.
-//! - All memory is locked (`mlockall(MCL_CURRENT | MCL_FUTURE)`): the loop is
-//!   small, so locking everything is simpler and safer than a locked-memory
-//!   allocator, and it also covers libbpf's and the std library's memory.
+//! - All memory is locked (`sys::lock_memory`): what is mapped at start in
+//!   full, what is mapped later page by page at its first touch. Locking
+//!   everything is simpler and safer than a locked-memory allocator, and it
+//!   also covers libbpf's and the std library's memory. Each thread has a
+//!   256 KiB stack (`sys::RT_STACK_BYTES`) and faults in its top 64 KiB
+//!   before its real-time work.
 //! - They never block on I/O: reports go to the main thread through a mutex
 //!   they only `try_lock`.
 
@@ -412,14 +415,12 @@ fn spawn_watchdog<'scope>(
     stop: &'scope AtomicBool,
     stop_fd: i32,
 ) -> std::io::Result<Handle<'scope>> {
-    std::thread::Builder::new()
-        .name("scx_floor-w".into())
-        .spawn_scoped(s, move || -> Result<()> {
-            let online = online_cpus()?;
-            agent_setup(view, &housekeeping_of(&online, &nohz_full_cpus()))?;
-            rescue::watch(&planners, stuck_ns, stop, stop_fd);
-            Ok(())
-        })
+    crate::sys::rt_thread("scx_floor-w".into()).spawn_scoped(s, move || -> Result<()> {
+        let online = online_cpus()?;
+        agent_setup(view, &housekeeping_of(&online, &nohz_full_cpus()))?;
+        rescue::watch(&planners, stuck_ns, stop, stop_fd);
+        Ok(())
+    })
 }
 
 /// Starts the slice-end threads and the servers' threads, watches them from
@@ -460,16 +461,14 @@ fn run_servers(
         let mut handles = Vec::new();
         for (&cpu, counts) in slicer_cpus.iter().zip(&slicer_counts) {
             let (stop, fd) = (&stop, stop_fd.0);
-            let h = std::thread::Builder::new()
-                .name(format!("scx_floor-s/{cpu}"))
+            let h = crate::sys::rt_thread(format!("scx_floor-s/{cpu}"))
                 .spawn_scoped(s, move || crate::slicer::run(cpu, view, stop, fd, counts))?;
             handles.push(h);
         }
         if let Some(sc) = cfg.server {
             for (i, &cpu) in cfg.cpus.iter().enumerate() {
                 let (stop, report, fd, life) = (&stop, &reports[i], stop_fd.0, &lifelines[i]);
-                let h = std::thread::Builder::new()
-                    .name(format!("scx_floor/{cpu}"))
+                let h = crate::sys::rt_thread(format!("scx_floor/{cpu}"))
                     .spawn_scoped(s, move || {
                         serve_cpu(cpu, view, cfg, sc, stop, fd, report, handoff, dl_ok, life)
                     })?;

@@ -54,9 +54,11 @@ pub fn rt_setup(cpus: &[usize]) -> Result<()> {
 }
 
 /// Registers the calling thread as one of scx_floor's own (its runs never
-/// count as a higher class taking a CPU: done before it becomes RT), then
+/// count as a higher class taking a CPU: done before it becomes RT), faults
+/// in the top of its stack ([`crate::sys::prefault_stack`]), then
 /// [`rt_setup`].
 pub fn agent_setup(view: &BpfView, cpus: &[usize]) -> Result<()> {
+    crate::sys::prefault_stack();
     // SAFETY: plain syscall.
     view.register_agent(unsafe { libc::gettid() } as u32)?;
     rt_setup(cpus)

@@ -176,21 +176,68 @@ impl Drop for StopFd {
     }
 }
 
-/// Locks the calling process's memory, present and future
-/// (`mlockall(MCL_CURRENT | MCL_FUTURE)`), so that its real-time threads
-/// never wait for a page fault while an RT task holds their CPU. The
-/// scheduler calls it before the BPF scheduler is attached: in a fresh boot,
+/// Stack size of scx_floor's own real-time threads (planners, executors,
+/// slice-end threads, the watchdog), bytes: 256 KiB. Their memory is locked
+/// and populated when the thread starts (`lock_memory`), so each byte of
+/// stack is resident for the thread's life: std's default of 2 MiB made
+/// that about 2 MiB per thread, two threads per served CPU. An overflow
+/// hits the guard page and aborts scx_floor ("has overflowed its stack"),
+/// which every VM test would report; none does at this size.
+pub const RT_STACK_BYTES: usize = 256 << 10;
+
+/// A builder for one of scx_floor's real-time threads: named `name`, with a
+/// stack of `RT_STACK_BYTES`.
+pub fn rt_thread(name: String) -> std::thread::Builder {
+    std::thread::Builder::new()
+        .name(name)
+        .stack_size(RT_STACK_BYTES)
+}
+
+/// Locks the calling process's memory so that its real-time threads never
+/// wait for I/O on a page fault, nor for reclaim, while an RT task holds
+/// their CPU. Called before the BPF scheduler is attached: in a fresh boot,
 /// faulting the binary in (over a VM's 9p root, say) would let a hog started
 /// as soon as sched_ext reports "enabled" starve its CPU before the server
 /// thread runs (docs/design.md, Decisions: "All memory locked before
-/// attaching"). Errors: the `mlockall` error
+/// attaching").
+///
+/// - What is mapped now (the binary, the libraries, the heap so far) is
+///   faulted in and locked at once: `mlockall(MCL_CURRENT)`.
+/// - What is mapped later (thread stacks, malloc arenas, the journal) is
+///   locked page by page as it is first touched:
+///   `mlockall(MCL_FUTURE | MCL_ONFAULT)`. A first touch is a minor fault
+///   (a zeroed page or a tmpfs page, no I/O), and the page is never
+///   reclaimed after. Without `MCL_ONFAULT` each new mapping is faulted in
+///   whole: every thread's whole stack and every arena's first heap became
+///   resident, 2.5 MB per thread.
+///
+/// The second call changes only the flags for future mappings
+/// (`apply_mlockall_flags()`, mm/mlock.c). Errors: the `mlockall` error
 /// (EPERM without CAP_IPC_LOCK, ENOMEM beyond RLIMIT_MEMLOCK).
 pub fn lock_memory() -> std::io::Result<()> {
-    // SAFETY: plain syscall.
-    if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
-        return Err(std::io::Error::last_os_error());
+    for flags in [libc::MCL_CURRENT, libc::MCL_FUTURE | libc::MCL_ONFAULT] {
+        // SAFETY: plain syscall.
+        if unsafe { libc::mlockall(flags) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
     }
     Ok(())
+}
+
+/// Stack a real-time thread faults in when it starts, bytes: 64 KiB, more
+/// than its deepest path uses in the tests, so that no step of the policy
+/// loop takes a fault on a new stack page ([`lock_memory`] locks each page
+/// at that first touch).
+pub const RT_STACK_PREFAULT_BYTES: usize = 64 << 10;
+
+/// Touches [`RT_STACK_PREFAULT_BYTES`] of the calling thread's stack below
+/// this frame, so that those pages are resident (and locked) before the
+/// thread's real-time work begins.
+#[inline(never)]
+pub fn prefault_stack() {
+    let mut page = [0u8; RT_STACK_PREFAULT_BYTES];
+    // the writes must happen: the compiler cannot see the array is unused
+    std::hint::black_box(&mut page);
 }
 
 /// Reads a kernel knob (sysfs, debugfs, procfs, tracefs), trimmed. Read with a 4 KiB buffer: some files
