@@ -17,6 +17,7 @@ pub mod checks;
 pub mod dlbw;
 pub mod hist;
 pub mod knobs;
+pub mod server;
 pub mod slice;
 pub mod state;
 pub mod stats;

@@ -3,7 +3,7 @@
 //! guaranteed bandwidth floor under real-time hogs and ends every slice on
 //! time with a per-CPU hrtimer. See docs/design.md for the design.
 
-use scx_floor::{attr, bpf_intf, checks, hist, knobs, slice, state, stats, sys};
+use scx_floor::{attr, bpf_intf, checks, hist, knobs, server, slice, state, stats, sys};
 
 mod boost;
 mod bpf_skel;
@@ -18,7 +18,7 @@ mod policy;
 mod reach;
 mod rescue;
 mod sched;
-mod server;
+
 mod slicer;
 
 use std::mem::MaybeUninit;
