@@ -204,9 +204,58 @@ fn server_data() -> StatsServerData<(), Metrics> {
         .add_meta(ServerMetrics::meta())
 }
 
-/// Starts the stats server on [`STATS_SOCKET`], mode 0600. Errors: the
-/// socket cannot be made (the caller warns and goes on without it).
+/// Makes sure that only root can create, remove or rename entries in each
+/// directory above [`STATS_SOCKET`] (`/var/run/scx`, `/var/run/scx/root`):
+/// one that is missing is made, mode 0755 whatever the umask; one that
+/// exists must be a real directory (not a symlink), owned by root, and not
+/// writable by group or others. Otherwise another user could put a socket
+/// of their own at the path, and `--monitor` would read from it. Errors:
+/// names the directory and what is wrong with it; nothing is changed then.
+fn check_socket_dirs() -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let dir = Path::new(STATS_SOCKET)
+        .parent()
+        .context("the stats socket has no directory")?;
+    let mut dirs: Vec<&Path> = dir.ancestors().take(2).collect();
+    dirs.reverse();
+    for d in dirs {
+        match std::fs::symlink_metadata(d) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::DirBuilder::new()
+                    .mode(0o755)
+                    .create(d)
+                    .with_context(|| format!("creating {}", d.display()))?;
+                std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))
+                    .with_context(|| format!("setting the mode of {}", d.display()))?;
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", d.display())),
+            Ok(m) => {
+                if !m.file_type().is_dir() {
+                    anyhow::bail!("{} is not a directory (a symlink?)", d.display());
+                }
+                if m.uid() != 0 || m.mode() & 0o022 != 0 {
+                    anyhow::bail!(
+                        "{} is owned by uid {} with mode {:o}: only root may write there \
+                         (chown root, chmod go-w)",
+                        d.display(),
+                        m.uid(),
+                        m.mode() & 0o7777
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Starts the stats server on [`STATS_SOCKET`], mode 0600, in directories
+/// only root can write ([`check_socket_dirs`]). The socket is made under
+/// umask 077, so that no other user can connect between its creation and
+/// its chmod (a connection, once made, outlives the chmod). Errors: the
+/// directories are not safe, or the socket cannot be made (the caller
+/// warns and goes on without it).
 pub fn launch() -> Result<Server> {
+    check_socket_dirs()?;
     let data = server_data().add_stats(
         "top",
         Box::new(|_args, (tx, rx)| {
@@ -217,10 +266,18 @@ pub fn launch() -> Result<Server> {
             m.to_json()
         }),
     );
+    // The umask is the process's: a file another thread makes meanwhile
+    // gets a narrower mode (the journals and the state directory exist
+    // before the policy loop starts), never a wider one.
+    // SAFETY: plain syscalls.
+    let umask = unsafe { libc::umask(0o077) };
     let server = StatsServer::new(data)
         .set_path(STATS_SOCKET)
         .launch()
-        .context("starting the stats server")?;
+        .context("starting the stats server");
+    // SAFETY: plain syscall.
+    unsafe { libc::umask(umask) };
+    let server = server?;
     std::fs::set_permissions(STATS_SOCKET, std::fs::Permissions::from_mode(0o600))
         .with_context(|| format!("making {STATS_SOCKET} root's only"))?;
     let (answers, requests) = server.channels();

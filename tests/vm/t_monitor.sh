@@ -4,14 +4,15 @@
 # from another shell prints per-CPU rates and the server rows of the running
 # instance; user nobody's connection is refused; --help-stats describes
 # every field with its unit; the socket is gone after exit. A normal task on
-# CPU 1 under an RR 25 hog gives the server something to show.
+# CPU 1 under an RR 25 hog gives the server something to show. Then the
+# socket's directory is made user nobody's: scx_floor serves no stats there,
+# says why, and runs on.
 source "$(dirname "$0")/lib.sh"
 as_controller
 S=/var/run/scx/root/stats
 start_floor
 # the server starts with the policy loop, after the scheduler attaches; the
-# socket is bound (mode from the umask: 0755, which already lets only root
-# connect, as connecting needs write permission) and then made 0600
+# socket is bound under umask 077 and then made 0600
 for _ in $(seq 50); do [ -S "$S" ] && [ "$(stat -c '%a %U' "$S")" = "600 root" ] && break; sleep 0.1; done
 [ -S "$S" ] || fail "no stats socket at $S 5 s after scx_floor attached"
 [ "$(stat -c '%a %U' "$S")" = "600 root" ] || fail "$S is $(stat -c '%a %U' "$S"), not 600 root"
@@ -47,3 +48,19 @@ for f in normal_runtime_ns boosted_runtime_ns starved_ns period_boosted_max_ms o
 done
 stop_floor || fail "scx_floor exit code $?"
 [ ! -e "$S" ] || fail "$S left after exit"
+
+# A socket directory another user may write to: no server there (that user
+# could swap in a socket of their own), a warning that names it, and the
+# scheduler runs on.
+D=$(dirname "$S")
+rm -rf "$D" && mkdir -p "$D" && chown 65534:65534 "$D"
+start_floor
+seq0=$(enable_seq)
+sleep 2
+assert_not_ejected "$seq0" "with an unsafe stats directory"
+[ ! -e "$S" ] || fail "scx_floor made $S in a directory owned by nobody"
+grep -q "no stats server.*$D is owned by uid 65534" "$FLOOR_LOG" ||
+	fail "no warning names the unsafe $D: $(grep -i stats "$FLOOR_LOG" | head -3)"
+note "stats directory owned by nobody: $(grep -o "no stats server.*" "$FLOOR_LOG" | cut -c1-110)"
+stop_floor || fail "scx_floor exit code $? with an unsafe stats directory"
+rm -rf "$D"
