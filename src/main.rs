@@ -178,7 +178,7 @@ pub struct Opts {
     /// Load nothing: print the stats of the scx_floor running now every SECS
     /// seconds (0.1 to 3600), read from its stats server
     /// (/var/run/scx/root/stats, root only): per-CPU rates and the server
-    /// rows.
+    /// rows. With no scx_floor running it waits for one; exits 0 at SIGINT.
     #[arg(long, exclusive = true, value_name = "SECS", value_parser = parse_stats_secs)]
     monitor: Option<f64>,
 
