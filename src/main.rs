@@ -18,7 +18,6 @@ mod policy;
 mod reach;
 mod rescue;
 mod sched;
-
 mod slicer;
 
 use std::mem::MaybeUninit;

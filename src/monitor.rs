@@ -210,7 +210,8 @@ fn server_data() -> StatsServerData<(), Metrics> {
 /// exists must be a real directory (not a symlink), owned by root, and not
 /// writable by group or others. Otherwise another user could put a socket
 /// of their own at the path, and `--monitor` would read from it. Errors:
-/// names the directory and what is wrong with it; nothing is changed then.
+/// names the directory and what is wrong with it; an existing directory is
+/// never changed.
 fn check_socket_dirs() -> Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     let dir = Path::new(STATS_SOCKET)

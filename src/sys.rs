@@ -177,12 +177,12 @@ impl Drop for StopFd {
 }
 
 /// Stack size of scx_floor's own real-time threads (planners, executors,
-/// slice-end threads, the watchdog), bytes: 256 KiB. Their memory is locked
-/// and populated when the thread starts (`lock_memory`), so each byte of
-/// stack is resident for the thread's life: std's default of 2 MiB made
-/// that about 2 MiB per thread, two threads per served CPU. An overflow
-/// hits the guard page and aborts scx_floor ("has overflowed its stack"),
-/// which every VM test would report; none does at this size.
+/// slice-end threads, the watchdog), bytes: 256 KiB, against std's 2 MiB.
+/// A stack page, once touched, stays resident and locked for the thread's
+/// life ([`lock_memory`]), and each thread touches its top 64 KiB at start
+/// ([`prefault_stack`]). An overflow hits the guard page and aborts
+/// scx_floor ("has overflowed its stack"), which every VM test would
+/// report; none does at this size.
 pub const RT_STACK_BYTES: usize = 256 << 10;
 
 /// A builder for one of scx_floor's real-time threads: named `name`, with a

@@ -15,7 +15,7 @@ mod scenario;
 mod sys;
 
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -102,13 +102,6 @@ enum Helper {
 
 fn progress(msg: &str) {
     eprintln!("{msg}");
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 fn read_or(path: &str, default: &str) -> String {
@@ -444,7 +437,8 @@ fn write(opts: &Opts, p: &Plan, env: serde_json::Value, o: &Outcome, wall: f64) 
     shown.extend(p.skipped.iter().cloned());
     shown.sort_by_key(table_order);
     let table = report::markdown(&shown);
-    let now = unix_now();
+    // whole seconds, as the table's date shows them
+    let now = scx_floor::sys::unix_time_s() as u64;
     let doc = json!({
         "tool": "scx_floor-ab",
         "version": scx_floor::VERSION,
