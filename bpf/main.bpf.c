@@ -423,22 +423,44 @@ static __always_inline void waiter_del(struct task_struct *p)
 }
 
 /*
- * A task queued at the front (a preempted RCU reader, or a task handed back
- * because a higher class took its CPU) keeps its own vtime here: the DSQ key
- * it queued with is not its vtime, and running() or the next enqueue() puts
- * this one back, so the run is charged in full.
+ * Per task. A task queued at the front (a preempted RCU reader, or a task
+ * handed back because a higher class took its CPU) keeps its own vtime here
+ * (vtime, valid): the DSQ key it queued with is not its vtime, and running()
+ * or the next enqueue() puts this one back, so the run is charged in full.
+ *
+ * wait_since_ns is the starvation guard's clock: when the task last woke,
+ * entered sched_ext, or ended a run that was not cut short. The kernel's own
+ * p->scx.runnable_at restarts at every run, so a task the guard rescued
+ * after FLOOR_STARVE_MS, then preempted by an RT task before it was back in
+ * user space, would wait a second full FLOOR_STARVE_MS with it; with this
+ * clock the next scan rescues it again (docs/design.md, Decisions:
+ * "Starvation guard").
  */
-struct rcu_stash {
+struct task_ctx {
 	u64 vtime;
 	u64 valid;
+	u64 wait_since_ns;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct rcu_stash);
-} rcu_stashes SEC(".maps");
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+/* p's context, made (its wait starting now) if it has none yet; NULL on ENOMEM. */
+static __always_inline struct task_ctx *task_ctx_of(struct task_struct *p)
+{
+	struct task_ctx *tc = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+
+	if (tc)
+		return tc;
+	tc = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (tc)
+		tc->wait_since_ns = bpf_ktime_get_ns();
+	return tc;
+}
 
 /*
  * True if p was preempted inside an RCU read-side section and has not left
@@ -468,7 +490,7 @@ static __always_inline bool rcu_reader_preempted(struct task_struct *p)
 /* p's own vtime: the stashed one while it queues as a preempted reader. */
 static __always_inline u64 task_vtime(struct task_struct *p, bool clear)
 {
-	struct rcu_stash *rs = bpf_task_storage_get(&rcu_stashes, p, 0, 0);
+	struct task_ctx *rs = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	/*
 	 * Read first, unconditionally: with two returns clang merges both
 	 * loads into one through a selected pointer, which the verifier
@@ -501,7 +523,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	u64 slice = cpu_slice(cpu), vtime;
 	bool sleeper = false, reader, migr;
 	struct floor_cpu_stat *st = cpu_stat(cpu);
-	struct rcu_stash *rs;
+	struct task_ctx *rs;
 
 	/* Queued before as a preempted reader, dequeued without running. */
 	p->scx.dsq_vtime = task_vtime(p, true);
@@ -531,20 +553,18 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	 * its slice left: it was running there or next to run, and it runs
 	 * next (on another CPU, or on its own once the higher class leaves).
 	 * At its own vtime it would queue again behind everyone it had already
-	 * waited for, and the kernel restarted its wait (p->scx.runnable_at)
-	 * when it was put: a task that the starvation guard rescued after a
-	 * second, preempted by a stop-class or RT task of a few microseconds
-	 * before it was back in user space, would wait another second
-	 * (docs/design.md, Decisions: "Starvation guard"). A task that had most
-	 * of its run goes back to its vtime, so one that higher classes preempt
-	 * often does not jump the queue at every preemption.
+	 * waited for: a task that the starvation guard rescued after a second,
+	 * preempted by a stop-class or RT task of a few microseconds before it
+	 * was back in user space, would wait for the guard's next scan. A task
+	 * that had most of its run goes back to its vtime, so one that higher
+	 * classes preempt often does not jump the queue at every preemption.
 	 */
 	reader = rcu_boost && rcu_reader_preempted(p);
 	/* Switched out with migration disabled (see only_this_cpu()). */
 	migr = p->nr_cpus_allowed > 1 && only_this_cpu(p);
 	if ((reader || migr || ((enq_flags & SCX_ENQ_REENQ) && p->scx.slice >= slice / 2)) &&
 	    vtime_before(vtime_now - 2 * slice, vtime)) {
-		rs = bpf_task_storage_get(&rcu_stashes, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		rs = task_ctx_of(p);
 		if (rs) {
 			rs->vtime = vtime;
 			rs->valid = 1;
@@ -552,6 +572,12 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 			if (st && reader)
 				__sync_fetch_and_add(&st->nr_rcu_boost, 1);
 		}
+	}
+
+	if (enq_flags & SCX_ENQ_WAKEUP) {
+		rs = task_ctx_of(p);
+		if (rs)
+			rs->wait_since_ns = bpf_ktime_get_ns();
 	}
 
 	if (nr_hi_cpus)
@@ -594,40 +620,8 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		wakeup_preempt_check(cpu, vtime, slice, st);
 }
 
-/*
- * The starvation guard's clock. The kernel keeps, per task, the jiffy at
- * which it last became runnable without running since (p->scx.runnable_at,
- * what the watchdog checks). HZ is not known to BPF without the kernel's
- * config file, so the length of a jiffy is measured against
- * CLOCK_MONOTONIC over the first second of dispatching.
- */
-static u64 jiffy_t0_ns, jiffy_j0, jiffy_ns;
 /* Per CPU: the last starvation scan, ns. */
 static u64 starve_scan_ns[FLOOR_MAX_CPUS];
-/*
- * Ages beyond this many jiffies are starving; 0 while the clock is not
- * known. All CPUs may start the measurement at once (plain stores, no
- * lock): a result outside 1..10 ms per jiffy (HZ 1000..100) is such a race
- * or a clock jump, and the measurement starts over.
- */
-static __always_inline u64 starve_jiffies(u64 now)
-{
-	u64 j = bpf_jiffies64(), t0 = jiffy_t0_ns, j0 = jiffy_j0, d;
-
-	if (jiffy_ns)
-		return FLOOR_STARVE_MS * 1000000ULL / jiffy_ns;
-	if (!t0 || (s64)(now - t0) < 0 || j < j0) {
-		jiffy_t0_ns = now;
-		jiffy_j0 = j;
-	} else if (now - t0 >= 1000000000ULL && j > j0) {
-		d = (now - t0) / (j - j0);
-		if (d >= 1000000 && d <= 10000000)
-			jiffy_ns = d;
-		else
-			jiffy_t0_ns = 0;
-	}
-	return 0;
-}
 
 /*
  * vtime_now, where new and waking tasks are placed, follows the runs that
@@ -662,22 +656,25 @@ static __always_inline u64 vtime_now_advance(s32 cpu, u64 vtime)
 
 /*
  * Moves up to FLOOR_STARVE_MAX_RESCUE tasks of DSQ dsq that may run on cpu
- * and have waited FLOOR_STARVE_MS or longer to cpu's local DSQ; returns how
- * many. Walks the whole DSQ from its tail (the highest vtime: where a
+ * and have waited FLOOR_STARVE_MS or longer (task_ctx.wait_since_ns; a task
+ * without one gets one, its wait starting now) to cpu's local DSQ; returns
+ * how many. Walks the whole DSQ from its tail (the highest vtime: where a
  * low-weight task that waits too long sits; when everybody has waited that
  * long, the head would only take the tasks vtime order takes next anyway).
  * Called at most every FLOOR_STARVE_SCAN_MS.
  */
-static __always_inline u32 starve_rescue(u64 dsq, s32 cpu, u64 limit, u32 done)
+static __always_inline u32 starve_rescue(u64 dsq, s32 cpu, u64 now, u32 done)
 {
 	struct task_struct *p;
-	u64 j = bpf_jiffies64();
+	struct task_ctx *tc;
 
 	bpf_for_each(scx_dsq, p, dsq, SCX_DSQ_ITER_REV) {
 		if (done >= FLOOR_STARVE_MAX_RESCUE)
 			break;
-		if ((s64)(j - p->scx.runnable_at) < (s64)limit ||
-		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		tc = task_ctx_of(p);
+		if (!tc || (s64)(now - tc->wait_since_ns) < (s64)(FLOOR_STARVE_MS * 1000000ULL))
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
 			done++;
@@ -895,6 +892,18 @@ static __always_inline void run_end(struct task_struct *p, bool runnable)
 		st->overshoot_hist[hist_bucket(over) & (FLOOR_HIST_BUCKETS - 1)]++;
 	}
 
+	/*
+	 * The wait ends with a run that was not cut short: one that used up its
+	 * slice (or yielded it), blocked, or ran at least half a slice. A run a
+	 * higher class preempted early (slice left) does not end it.
+	 */
+	if (!runnable || !p->scx.slice || ran >= cpu_slice(cpu) / 2) {
+		struct task_ctx *tc = task_ctx_of(p);
+
+		if (tc)
+			tc->wait_since_ns = now;
+	}
+
 	/* Charge the run to the task's vtime, scaled by its weight (100 = nice 0). */
 	p->scx.dsq_vtime += ran * 100 / (p->scx.weight ? p->scx.weight : 1);
 }
@@ -920,7 +929,7 @@ static __always_inline bool starve_guard(s32 cpu)
 {
 	struct floor_cpu_stat *st;
 	u32 idx = cpu, n;
-	u64 now, limit;
+	u64 now;
 
 	/* Unsigned: a negative cpu fails too, and the index is zero-extended. */
 	if (idx >= FLOOR_MAX_CPUS)
@@ -929,11 +938,8 @@ static __always_inline bool starve_guard(s32 cpu)
 	if (now - starve_scan_ns[idx] < FLOOR_STARVE_SCAN_MS * 1000000ULL)
 		return false;
 	starve_scan_ns[idx] = now;
-	limit = starve_jiffies(now);
-	if (!limit)
-		return false;
-	n = starve_rescue(cpu, cpu, limit, 0);
-	n = starve_rescue(FLOOR_SHARED_DSQ, cpu, limit, n);
+	n = starve_rescue(cpu, cpu, now, 0);
+	n = starve_rescue(FLOOR_SHARED_DSQ, cpu, now, n);
 	if (!n)
 		return false;
 	st = cpu_stat(cpu);
@@ -980,14 +986,17 @@ void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 
 void BPF_STRUCT_OPS(floor_enable, struct task_struct *p)
 {
-	struct rcu_stash *rs = bpf_task_storage_get(&rcu_stashes, p, 0, 0);
+	struct task_ctx *rs = task_ctx_of(p);
 
 	/*
 	 * Back in sched_ext (after a boost, say): a vtime stashed while it
-	 * queued at the front before it left must not override this one.
+	 * queued at the front before it left must not override this one. Its
+	 * wait starts now.
 	 */
-	if (rs)
+	if (rs) {
 		rs->valid = 0;
+		rs->wait_since_ns = bpf_ktime_get_ns();
+	}
 	p->scx.dsq_vtime = vtime_now;
 }
 
