@@ -198,6 +198,72 @@ pub fn pending_release() -> Release {
     Release::Pending(before - servers as i64 - tasks as i64)
 }
 
+/// The kernel's `sched_rt_period_us` sysctl: with `sched_rt_runtime_us`,
+/// the share of each CPU that SCHED_DEADLINE admission may hand out.
+const SCHED_RT_PERIOD: &str = "/proc/sys/kernel/sched_rt_period_us";
+
+/// The root domain's SCHED_DEADLINE admission state, as the kernel checks
+/// a new reservation against it (`__dl_overflow()`, kernel/sched/deadline.c:
+/// refused when `total_bw` plus the new bandwidth exceeds the limit).
+/// Bandwidths in the kernel's fixed point (1 << 20 = one CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admission {
+    /// `dl_bw->total_bw`: what admission counts as taken.
+    pub total_bw: i64,
+    /// sched_rt_runtime_us / sched_rt_period_us times the online CPUs
+    /// (all of capacity 1024 assumed); `None` when the runtime is -1 (no
+    /// limit).
+    pub limit_bw: Option<u64>,
+    /// What every online CPU's ext_server asks when sched_ext attaches them
+    /// (debugfs runtime / period).
+    pub ext_servers_bw: u64,
+}
+
+impl Admission {
+    /// Whether the ext_servers fit beside what is counted now.
+    pub fn ext_servers_fit(&self) -> bool {
+        self.limit_bw
+            .is_none_or(|l| self.total_bw.saturating_add(self.ext_servers_bw as i64) <= l as i64)
+    }
+}
+
+/// The admission limit for `cpus` online CPUs from the two sysctls' values
+/// (us): `None` for a runtime of -1.
+pub fn limit_bw(runtime_us: i64, period_us: u64, cpus: usize) -> Option<u64> {
+    let runtime = u64::try_from(runtime_us).ok()?;
+    Some(to_ratio(period_us.saturating_mul(1000), runtime.saturating_mul(1000)) * cpus as u64)
+}
+
+/// Reads [`Admission`] now. `None` when a file is missing or unreadable,
+/// or with more than one root domain (see [`parse_total_bw`]).
+pub fn admission() -> Option<Admission> {
+    let read = |p: &str| fs::read_to_string(p).ok();
+    let cpus = crate::sys::online_cpus().ok()?;
+    let total_bw = parse_total_bw(&read(SCHED_DEBUG)?)?;
+    let runtime: i64 = read(crate::knobs::SCHED_RT_RUNTIME)?.trim().parse().ok()?;
+    let period: u64 = read(SCHED_RT_PERIOD)?.trim().parse().ok()?;
+    let dir = Path::new(SCHED_DEBUG).parent()?;
+    Some(Admission {
+        total_bw,
+        limit_bw: limit_bw(runtime, period, cpus.len()),
+        ext_servers_bw: servers_bw(dir, &cpus, false, true)?,
+    })
+}
+
+/// One line for a log: the admission state and what holds it.
+pub fn describe(a: &Admission) -> String {
+    let limit = a
+        .limit_bw
+        .map_or_else(|| "none (sched_rt_runtime_us -1)".into(), |l| l.to_string());
+    format!(
+        "dl_bw->total_bw {}, limit {limit}, ext_servers {}, live SCHED_DEADLINE tasks {} \
+         (1 << 20 = one CPU)",
+        a.total_bw,
+        a.ext_servers_bw,
+        live_tasks_bw()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,5 +339,30 @@ mod tests {
             }),
             0
         );
+    }
+
+    #[test]
+    fn the_limit_is_the_rt_share_of_every_cpu() {
+        assert_eq!(limit_bw(950_000, 1_000_000, 2), Some(2 * 996_147));
+        assert_eq!(limit_bw(1_000_000, 1_000_000, 2), Some(2 << 20));
+        assert_eq!(limit_bw(-1, 1_000_000, 2), None);
+    }
+
+    #[test]
+    fn ext_servers_fit_under_the_limit_only() {
+        // two CPUs, two fair_servers of 50 ms/s counted, two ext_servers
+        // of 50 ms/s asked
+        let mut a = Admission {
+            total_bw: 104856,
+            limit_bw: Some(2 << 20),
+            ext_servers_bw: 104856,
+        };
+        assert!(a.ext_servers_fit());
+        // two 990 ms/s SCHED_DEADLINE tasks still counted
+        a.total_bw += 2 * to_ratio(1_000_000_000, 990_000_000) as i64;
+        assert!(!a.ext_servers_fit());
+        // no limit: anything fits
+        a.limit_bw = None;
+        assert!(a.ext_servers_fit());
     }
 }

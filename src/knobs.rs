@@ -72,6 +72,49 @@ impl Knobs {
         fs::write(path, value).with_context(|| format!("writing {value} to {}", path.display()))
     }
 
+    /// As [`Knobs::set`], but a write the kernel refuses with EBUSY is
+    /// retried every 50 ms for up to `busy_ms`: a dl_server or
+    /// sched_rt_runtime_us write is refused while the root domain's
+    /// SCHED_DEADLINE admission total is over its limit, which passes when
+    /// tasks that exited or left SCHED_DEADLINE reach their 0-lag time.
+    /// Errors: as [`Knobs::set`]; a write still refused names the admission
+    /// state ([`crate::dlbw::describe`]).
+    pub fn set_retrying_busy(&self, path: &Path, value: &str, busy_ms: u64) -> Result<()> {
+        self.save(path)?;
+        let t0 = std::time::Instant::now();
+        let mut refused = false;
+        loop {
+            match fs::write(path, value) {
+                Ok(()) => {
+                    if refused {
+                        log::info!(
+                            "{} took {value} after {} ms of EBUSY",
+                            path.display(),
+                            t0.elapsed().as_millis()
+                        );
+                    }
+                    return Ok(());
+                }
+                Err(e)
+                    if e.raw_os_error() == Some(libc::EBUSY)
+                        && t0.elapsed() < std::time::Duration::from_millis(busy_ms) =>
+                {
+                    refused = true;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => {
+                    let busy = e.raw_os_error() == Some(libc::EBUSY);
+                    let state = crate::dlbw::admission()
+                        .filter(|_| busy)
+                        .map(|a| format!(" ({})", crate::dlbw::describe(&a)))
+                        .unwrap_or_default();
+                    return Err(anyhow::Error::new(e))
+                        .with_context(|| format!("writing {value} to {}{state}", path.display()));
+                }
+            }
+        }
+    }
+
     /// Journals the value `path` has now, unless one is journaled already,
     /// without writing it: for a knob another program changes on the
     /// caller's behalf (rtla's osnoise settings). Errors: the knob cannot be

@@ -3,7 +3,7 @@
 //! guaranteed bandwidth floor under real-time hogs and ends every slice on
 //! time with a per-CPU hrtimer. See docs/design.md for the design.
 
-use scx_floor::{attr, bpf_intf, checks, hist, knobs, server, slice, state, stats, sys};
+use scx_floor::{attr, bpf_intf, checks, dlbw, hist, knobs, server, slice, state, stats, sys};
 
 mod boost;
 mod bpf_skel;
@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use log::info;
+use log::{info, warn};
 
 /// scx_floor: a bandwidth floor for normal tasks under RT hogs, and slices
 /// that end on time (sched_ext, BPF + Rust).
@@ -420,6 +420,7 @@ fn load_and_run(
     shutdown: &AtomicBool,
 ) -> Result<()> {
     loop {
+        wait_for_ext_server_room(shutdown);
         let mut open_object = MaybeUninit::uninit();
         let mut fallback_object = MaybeUninit::uninit();
         let mut sched = match sched::Scheduler::init(&cfg, &mut open_object) {
@@ -442,6 +443,52 @@ fn load_and_run(
         }
         info!("the kernel asked for a restart: reloading");
     }
+}
+
+/// Waits up to [`knobs::DL_RELEASE_WAIT_MS`] for the root domain to have
+/// room for every CPU's ext_server, which sched_ext attaches as a
+/// SCHED_DEADLINE reservation when a BPF scheduler is enabled: the kernel
+/// refuses the enable with EBUSY otherwise ("failed to attach ext_server").
+/// Room comes back when SCHED_DEADLINE tasks that just exited or left the
+/// policy reach their 0-lag time. Goes on (the kernel decides) after the
+/// wait, logged, or at once where the state cannot be read.
+fn wait_for_ext_server_room(shutdown: &AtomicBool) {
+    let Some(a) = dlbw::admission() else {
+        return;
+    };
+    if a.ext_servers_fit() {
+        return;
+    }
+    let t0 = std::time::Instant::now();
+    info!(
+        "waiting up to {} ms for SCHED_DEADLINE bandwidth: the kernel attaches an ext_server \
+         per CPU when scx_floor is enabled and the root domain has no room for them now ({})",
+        knobs::DL_RELEASE_WAIT_MS,
+        dlbw::describe(&a)
+    );
+    let mut last = a;
+    while t0.elapsed() < Duration::from_millis(knobs::DL_RELEASE_WAIT_MS)
+        && !shutdown.load(Ordering::Relaxed)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+        match dlbw::admission() {
+            Some(a) if a.ext_servers_fit() => {
+                info!(
+                    "room for the ext_servers after {} ms",
+                    t0.elapsed().as_millis()
+                );
+                return;
+            }
+            Some(a) => last = a,
+            None => return,
+        }
+    }
+    warn!(
+        "still no room for the ext_servers after {} ms ({}): loading anyway, the kernel \
+         will refuse with EBUSY unless it is freed meanwhile",
+        t0.elapsed().as_millis(),
+        dlbw::describe(&last)
+    );
 }
 
 fn run(opts: Opts) -> Result<()> {

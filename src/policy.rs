@@ -168,7 +168,11 @@ pub fn run(
 
 /// Sets kernel.sched_rt_runtime_us to -1 (journaled).
 fn rt_runtime_off(knobs: &Knobs) -> Result<()> {
-    knobs.set(std::path::Path::new(knobs::SCHED_RT_RUNTIME), "-1")
+    knobs.set_retrying_busy(
+        std::path::Path::new(knobs::SCHED_RT_RUNTIME),
+        "-1",
+        knobs::DL_RELEASE_WAIT_MS,
+    )
 }
 
 /// Sets the kernel's ext_server runtime to 0 on the served CPUs (journaled).
@@ -183,7 +187,11 @@ fn ext_server_off(cfg: &PolicyConfig, knobs: &Knobs) -> Result<bool> {
         return Ok(false);
     }
     for &cpu in &cfg.cpus {
-        knobs.set(&knobs::ext_server_runtime(dir, cpu), "0")?;
+        knobs.set_retrying_busy(
+            &knobs::ext_server_runtime(dir, cpu),
+            "0",
+            knobs::DL_RELEASE_WAIT_MS,
+        )?;
     }
     Ok(true)
 }
