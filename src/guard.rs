@@ -384,6 +384,27 @@ fn poll_pipe(rd: i32) -> Pipe {
     }
 }
 
+/// The whole text of the open file `f`, read from offset 0 into `buf`
+/// (reused): what a fresh open and read of a /proc file would give. Empty
+/// on an error (a process gone: ESRCH) or for text that is not UTF-8.
+fn read_from_start<'b>(f: &std::fs::File, buf: &'b mut Vec<u8>) -> &'b str {
+    use std::os::unix::fs::FileExt;
+    buf.clear();
+    let mut chunk = [0u8; 512];
+    loop {
+        match f.read_at(&mut chunk, buf.len() as u64) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => {
+                buf.clear();
+                break;
+            }
+        }
+    }
+    std::str::from_utf8(buf).unwrap_or_default()
+}
+
 /// The guardian's watch over its parent until the pipe closes: when
 /// scx_floor is exiting, it replays the journals once and ejects the BPF
 /// scheduler if the exit has not ended [`EJECT_AFTER_MS`] later; while
@@ -394,6 +415,10 @@ fn watch_parent(rd: i32, state_dir: &Path, restores: &AtomicU64) {
     let ppid = unsafe { libc::getppid() } as u32;
     let parent = format!("/proc/{ppid}/stat");
     let parent_stopped = || std::fs::read_to_string(&parent).is_ok_and(|s| is_stopped_state(&s));
+    // Opened once, read from offset 0 at each poll: an open of a /proc path
+    // walks it every time, which under the emulator was most of a poll.
+    let stat_file = std::fs::File::open(&parent).ok();
+    let mut buf = Vec::with_capacity(1024);
     let mut stopped = false;
     let mut exiting: Option<u64> = None;
     let ejected = std::cell::Cell::new(false);
@@ -409,7 +434,10 @@ fn watch_parent(rd: i32, state_dir: &Path, restores: &AtomicU64) {
             eject_when_due(since, &ejected);
             continue;
         }
-        let stat = std::fs::read_to_string(&parent).unwrap_or_default();
+        let stat: std::borrow::Cow<str> = match &stat_file {
+            Some(f) => read_from_start(f, &mut buf).into(),
+            None => std::fs::read_to_string(&parent).unwrap_or_default().into(),
+        };
         if is_exiting_stat(&stat) {
             let since = monotonic_ms();
             exiting = Some(since);
@@ -458,6 +486,25 @@ mod tests {
         assert!(!ours_attached("enabled\n", "scx_lavd_1.0\n"));
         assert!(!ours_attached("enabled\n", ""));
         assert!(!ours_attached("disabling\n", "scx_floor_0.1.0\n"));
+    }
+
+    #[test]
+    fn a_file_kept_open_reads_afresh_from_its_start() {
+        let mut buf = Vec::new();
+        let f = std::fs::File::open("/proc/thread-self/stat").unwrap();
+        let a = read_from_start(&f, &mut buf).to_string();
+        assert_eq!(stat_state(&a), Some("R"));
+        // field 14 (utime) and the rest change; the pid and name do not
+        let b = read_from_start(&f, &mut buf).to_string();
+        assert_eq!(a.split(' ').next(), b.split(' ').next());
+        assert!(b.contains(')') && b.ends_with('\n'));
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t");
+        std::fs::write(&p, "x".repeat(1300)).unwrap();
+        let f = std::fs::File::open(&p).unwrap();
+        assert_eq!(read_from_start(&f, &mut buf).len(), 1300);
+        std::fs::write(&p, "short").unwrap();
+        assert_eq!(read_from_start(&f, &mut buf), "short");
     }
 
     #[test]
