@@ -61,6 +61,15 @@ struct Opts {
     #[arg(long)]
     quick: bool,
 
+    /// Rounds of every scenario, run interleaved in this boot (configuration
+    /// A, B, A, B, ...): the table gives each figure's median over the
+    /// rounds, and its ratio to stock as the median of the rounds' ratios
+    /// (each against stock in the same round) with their range. Default: 3
+    /// rounds of throughput and latency and 1 of the others; 1 of each with
+    /// --quick.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=20))]
+    repeat: Option<u32>,
+
     #[command(subcommand)]
     helper: Option<Cmd>,
 }
@@ -125,8 +134,8 @@ struct Plan {
     ctx: Ctx,
     /// the controller's CPU
     ctl: usize,
-    /// (configuration, scenario) in run order
-    order: Vec<(Config, Scenario)>,
+    /// (configuration, scenario, round) in run order
+    order: Vec<(Config, Scenario, usize)>,
     /// rows of scenarios skipped with a note (seed001 without nohz_full)
     skipped: Vec<Row>,
     /// `/sys/devices/system/cpu/nohz_full` as read
@@ -183,17 +192,7 @@ fn plan(opts: &Opts) -> Result<Plan> {
     let logs = opts.out.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     let stats_json = configs.iter().any(|c| c.is_scx()) && scenario::floor_has_stats_json(&floor);
-    let mut order: Vec<(Config, Scenario)> = Vec::new();
-    for c in Config::RUN_ORDER
-        .into_iter()
-        .filter(|c| configs.contains(c))
-    {
-        for s in Scenario::RUN_ORDER {
-            if scenarios.contains(&s) && c.runs(s) {
-                order.push((c, s));
-            }
-        }
-    }
+    let order = run_order(&configs, &scenarios, |s| rounds_of(opts, s));
     if order.is_empty() && skipped.is_empty() {
         bail!("nothing to run: stock-slice500 runs only s2, seed001 runs under stock, scx-ext and scx-floor");
     }
@@ -214,6 +213,53 @@ fn plan(opts: &Opts) -> Result<Plan> {
         nohz_raw,
         stats_json,
     })
+}
+
+/// Rounds of the throughput and latency scenarios without --repeat: their
+/// figures move with the host from one block of runs to the next by more
+/// than stock and scx_floor differ, so they are taken as a median over
+/// interleaved rounds (docs/results: a single block per configuration
+/// measured the host's drift).
+pub const DEFAULT_ROUNDS: usize = 3;
+
+/// How many rounds of `s` the options ask for.
+fn rounds_of(opts: &Opts, s: Scenario) -> usize {
+    match opts.repeat {
+        Some(n) => n as usize,
+        None if opts.quick => 1,
+        None if matches!(s, Scenario::Throughput | Scenario::Latency) => DEFAULT_ROUNDS,
+        None => 1,
+    }
+}
+
+/// The run order: first the scenarios of one round, each configuration as
+/// a block (in [`Config::RUN_ORDER`], and [`Scenario::RUN_ORDER`] within
+/// it, so that a set-up serves several scenarios); then those of several
+/// rounds, round by round, every configuration in each round: A B A B.
+fn run_order(
+    configs: &[Config],
+    scenarios: &[Scenario],
+    rounds: impl Fn(Scenario) -> usize,
+) -> Vec<(Config, Scenario, usize)> {
+    let mut order = Vec::new();
+    let most = scenarios.iter().map(|&s| rounds(s)).max().unwrap_or(1);
+    let blocks = |order: &mut Vec<_>, round: usize, keep: &dyn Fn(Scenario) -> bool| {
+        for c in Config::RUN_ORDER
+            .into_iter()
+            .filter(|c| configs.contains(c))
+        {
+            for s in Scenario::RUN_ORDER {
+                if scenarios.contains(&s) && c.runs(s) && keep(s) {
+                    order.push((c, s, round));
+                }
+            }
+        }
+    };
+    blocks(&mut order, 0, &|s| rounds(s) == 1);
+    for round in 0..most {
+        blocks(&mut order, round, &|s| rounds(s) > 1 && round < rounds(s));
+    }
+    order
 }
 
 /// seed001 needs a boot with the measured CPU nohz_full: without it, it
@@ -281,8 +327,9 @@ struct Outcome {
     dmesg_base: usize,
 }
 
-/// The scx_floor instance of the current set-up, and the scenarios it served.
-type Running = Option<(scenario::Floor, Config, Vec<String>)>;
+/// The scx_floor instance of the current set-up, and the scenarios it
+/// served, with their rounds.
+type Running = Option<(scenario::Floor, Config, Vec<(String, usize)>)>;
 
 /// Sets up each (configuration, scenario) of the plan in turn (knobs, and
 /// scx_floor started where the configuration has it; a set-up kept while
@@ -296,7 +343,7 @@ fn execute(p: &Plan, t_start: Instant) -> Outcome {
     let mut setup_err: Option<String> = None;
     let dmesg_base = sys::dmesg_scx_errors().len();
     let mut dmesg_seen = dmesg_base;
-    for (k, &(c, s)) in p.order.iter().enumerate() {
+    for (k, &(c, s, round)) in p.order.iter().enumerate() {
         let st = scenario::setup_for(c, s, p.ctx.cpu);
         if current.as_ref() != Some(&(c, st.clone())) {
             if let Some((f, fc, sc)) = running.take() {
@@ -306,11 +353,16 @@ fn execute(p: &Plan, t_start: Instant) -> Outcome {
             current = Some((c, st.clone()));
         }
         progress(&format!(
-            "[{}/{}] {} / {} ... ({:.0} s)",
+            "[{}/{}] {} / {}{} ... ({:.0} s)",
             k + 1,
             p.order.len(),
             s.name(),
             c.name(),
+            if round > 0 {
+                format!(", round {}", round + 1)
+            } else {
+                String::new()
+            },
             t_start.elapsed().as_secs_f64()
         ));
         let mut row = match &setup_err {
@@ -323,7 +375,8 @@ fn execute(p: &Plan, t_start: Instant) -> Outcome {
             error: Some(format!("{e:#}")),
             ..Default::default()
         });
-        check_run(&mut row, s, &mut running, &mut dmesg_seen);
+        row.round = round;
+        check_run(&mut row, s, round, &mut running, &mut dmesg_seen);
         if let Some(v) = row.raw.as_object_mut() {
             v.insert("setup".into(), json!(st));
         }
@@ -373,9 +426,15 @@ fn set_up(
 
 /// Marks `row` failed if scx_floor exited or was ejected during it, or the
 /// kernel logged a sched_ext error since the last row.
-fn check_run(row: &mut Row, s: Scenario, running: &mut Running, dmesg_seen: &mut usize) {
+fn check_run(
+    row: &mut Row,
+    s: Scenario,
+    round: usize,
+    running: &mut Running,
+    dmesg_seen: &mut usize,
+) {
     if let Some((f, _, sc)) = running.as_mut() {
-        sc.push(s.name().into());
+        sc.push((s.name().into(), round));
         if !scenario::floor_alive(f) {
             row.error = Some(format!(
                 "scx_floor exited or was ejected during the run (state {})",
@@ -395,22 +454,26 @@ fn check_run(row: &mut Row, s: Scenario, running: &mut Running, dmesg_seen: &mut
 }
 
 /// Adds what each scx_floor run said to its rows (S2's run lengths, an
-/// exit that was not clean), sorts the rows into table order, and fills
-/// the ratios to stock and the throughput goal.
-fn annotate(rows: &mut [Row], floor_runs: &[FloorRun], cpu: usize) {
+/// exit that was not clean), fills the ratios to stock, folds the rounds of
+/// a scenario into one row ([`report::fold_rounds`]), sorts the rows into
+/// table order and sets the throughput goal.
+fn annotate(rows: &mut Vec<Row>, floor_runs: &[FloorRun], cpu: usize) {
     for fr in floor_runs {
+        let served = |r: &Row| {
+            r.config == fr.config
+                && fr
+                    .scenarios
+                    .iter()
+                    .zip(&fr.rounds)
+                    .any(|(s, &k)| *s == r.scenario && k == r.round)
+        };
         if let Some(line) = fr.stats.as_ref().and_then(|s| report::floor_runlen(s, cpu)) {
-            for r in rows.iter_mut().filter(|r| {
-                r.config == fr.config && r.scenario == "s2" && fr.scenarios.contains(&r.scenario)
-            }) {
+            for r in rows.iter_mut().filter(|r| r.scenario == "s2" && served(r)) {
                 r.details.push_str(&format!("; {line}"));
             }
         }
         if fr.ejected || fr.exit_code != Some(0) {
-            for r in rows
-                .iter_mut()
-                .filter(|r| r.config == fr.config && fr.scenarios.contains(&r.scenario))
-            {
+            for r in rows.iter_mut().filter(|r| served(r)) {
                 let msg = format!(
                     "scx_floor ended with {:?}, ejected: {}",
                     fr.exit_code, fr.ejected
@@ -419,8 +482,9 @@ fn annotate(rows: &mut [Row], floor_runs: &[FloorRun], cpu: usize) {
             }
         }
     }
-    rows.sort_by_key(table_order);
     report::fill_ratios(rows, Config::Stock.name());
+    *rows = report::fold_rounds(std::mem::take(rows), Config::Stock.name());
+    rows.sort_by_key(table_order);
     for r in rows.iter_mut() {
         if r.scenario == Scenario::Throughput.name() && r.config == Config::ScxFloor.name() {
             if let Some(x) = r.ratio {
@@ -449,7 +513,7 @@ fn write(opts: &Opts, p: &Plan, env: serde_json::Value, o: &Outcome, wall: f64) 
         "wall_s": wall,
         "environment": env,
         "durations": p.ctx.d,
-        "run_order": p.order.iter().map(|(c, s)| format!("{}/{}", c.name(), s.name())).collect::<Vec<_>>(),
+        "run_order": p.order.iter().map(|(c, s, k)| format!("{}/{}/{}", c.name(), s.name(), k + 1)).collect::<Vec<_>>(),
         "rows": o.rows,
         "skipped": p.skipped,
         "scx_floor_runs": o.floor_runs,
@@ -531,8 +595,10 @@ fn plots(out: &Path, rows: &[Row]) -> Result<()> {
     let mut s1 = Vec::new();
     let mut s2 = Vec::new();
     for r in rows {
+        // a row folded from rounds: the first round's samples
+        let raw = r.raw.as_array().and_then(|a| a.first()).unwrap_or(&r.raw);
         if r.scenario == "s1" {
-            if let Some(v) = r.raw["samples_t_s_normal_ms_rt_ms"].as_array() {
+            if let Some(v) = raw["samples_t_s_normal_ms_rt_ms"].as_array() {
                 let pts: Vec<(f64, f64)> = v
                     .iter()
                     .filter_map(|x| Some((x[0].as_f64()?, x[1].as_f64()?)))
@@ -544,7 +610,7 @@ fn plots(out: &Path, rows: &[Row]) -> Result<()> {
             }
         }
         if r.scenario == "s2" {
-            if let Some(h) = r.raw["run_hist"].as_array() {
+            if let Some(h) = raw["run_hist"].as_array() {
                 let h: Vec<f64> = h.iter().filter_map(|x| x.as_f64()).collect();
                 let total: f64 = h.iter().sum();
                 if total > 0.0 {
@@ -695,6 +761,56 @@ mod tests {
             e.contains("cfs") && e.contains("stock-noserver") && e.contains("scx-floor"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn rounds_default_to_three_of_throughput_and_latency() {
+        let o = parse(&[]).unwrap();
+        assert_eq!(rounds_of(&o, Scenario::Throughput), DEFAULT_ROUNDS);
+        assert_eq!(rounds_of(&o, Scenario::Latency), DEFAULT_ROUNDS);
+        assert_eq!(rounds_of(&o, Scenario::S1), 1);
+        let q = parse(&["--quick"]).unwrap();
+        assert_eq!(rounds_of(&q, Scenario::Throughput), 1);
+        let r = parse(&["--quick", "--repeat", "2"]).unwrap();
+        assert_eq!(rounds_of(&r, Scenario::S0), 2);
+        for bad in ["0", "21", "x"] {
+            assert!(
+                parse(&["--repeat", bad]).is_err(),
+                "--repeat {bad} accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn rounds_interleave_the_configurations() {
+        let configs = [Config::Stock, Config::ScxFloor];
+        let scenarios = [Scenario::S1, Scenario::Throughput, Scenario::Latency];
+        let rounds = |s| if s == Scenario::S1 { 1 } else { 2 };
+        let o: Vec<String> = run_order(&configs, &scenarios, rounds)
+            .iter()
+            .map(|(c, s, k)| format!("{}/{}/{k}", c.name(), s.name()))
+            .collect();
+        assert_eq!(
+            o,
+            [
+                // one round: a block per configuration
+                "scx-floor/s1/0",
+                "stock/s1/0",
+                // several: A B A B
+                "scx-floor/throughput/0",
+                "scx-floor/latency/0",
+                "stock/throughput/0",
+                "stock/latency/0",
+                "scx-floor/throughput/1",
+                "scx-floor/latency/1",
+                "stock/throughput/1",
+                "stock/latency/1",
+            ]
+        );
+        // every scenario once: the order as before rounds existed
+        let one = run_order(&configs, &scenarios, |_| 1);
+        assert!(one.iter().all(|&(_, _, k)| k == 0) && one.len() == 6);
+        assert_eq!(one[0], (Config::ScxFloor, Scenario::S1, 0));
     }
 
     #[test]

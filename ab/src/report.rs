@@ -25,8 +25,17 @@ pub struct Row {
     pub goal: Option<(bool, String)>,
     /// what went wrong (the run failed, scx_floor was ejected, ...)
     pub error: Option<String>,
-    /// every raw figure of the run
+    /// every raw figure of the run (of a folded row: an array, a run per
+    /// round)
     pub raw: serde_json::Value,
+    /// the round (0 first) of an interleaved run ([`fold_rounds`]); of a
+    /// folded row, 0
+    pub round: usize,
+    /// how many rounds a folded row sums up (1: one run)
+    pub rounds: usize,
+    /// of a folded row, the least and greatest of the rounds' ratios to
+    /// stock (each round's value against stock's in the same round)
+    pub ratio_spread: Option<(f64, f64)>,
 }
 
 /// How a row's ratio to stock is computed.
@@ -40,20 +49,93 @@ pub enum RatioKind {
     StockOverValue,
 }
 
-/// Fill in every row's ratio to the row of `stock` for the same scenario.
+/// Fill in every row's ratio to the row of `stock` for the same scenario
+/// in the same round.
 pub fn fill_ratios(rows: &mut [Row], stock: &str) {
-    let base: Vec<(String, Option<f64>)> = rows
+    let base: Vec<(String, usize, Option<f64>)> = rows
         .iter()
         .filter(|r| r.config == stock)
-        .map(|r| (r.scenario.clone(), r.value))
+        .map(|r| (r.scenario.clone(), r.round, r.value))
         .collect();
     for r in rows.iter_mut() {
         let b = base
             .iter()
-            .find(|(s, _)| *s == r.scenario)
-            .and_then(|(_, v)| *v);
+            .find(|(s, k, _)| *s == r.scenario && *k == r.round)
+            .and_then(|(_, _, v)| *v);
         r.ratio = ratio(r.value, b, r.ratio_kind);
     }
+}
+
+/// Folds the rows of one scenario and configuration measured in several
+/// rounds (A B A B ... in one boot) into one row each, in the order of
+/// their first round: the value is the median of the rounds' values, the
+/// ratio the median of the rounds' ratios (call [`fill_ratios`] first),
+/// with their least and greatest in `ratio_spread`. The details name the
+/// rounds' values and keep the first round's text; a round that failed is
+/// named in the error; `raw` holds every round's. A row of one round is
+/// kept as it is. The rows of `stock` get no range: their ratio is 1.
+pub fn fold_rounds(rows: Vec<Row>, stock: &str) -> Vec<Row> {
+    let mut groups: Vec<Vec<Row>> = Vec::new();
+    for r in rows {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].scenario == r.scenario && g[0].config == r.config)
+        {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|mut g| {
+            if g.len() == 1 {
+                let mut r = g.remove(0);
+                r.rounds = 1;
+                return r;
+            }
+            let values: Vec<f64> = g.iter().filter_map(|r| r.value).collect();
+            let ratios: Vec<f64> = g.iter().filter_map(|r| r.ratio).collect();
+            let lo_hi = |v: &[f64]| {
+                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                (!v.is_empty()).then_some((lo, hi))
+            };
+            let errors: Vec<String> = g
+                .iter()
+                .filter_map(|r| {
+                    r.error
+                        .as_ref()
+                        .map(|e| format!("round {}: {e}", r.round + 1))
+                })
+                .collect();
+            let shown: Vec<String> = g
+                .iter()
+                .map(|r| r.value.map_or_else(|| "-".into(), fmt_num))
+                .collect();
+            let mut f = g[0].clone();
+            f.value = median(&values);
+            f.ratio = median(&ratios);
+            f.ratio_spread = lo_hi(&ratios).filter(|_| f.config != stock);
+            f.round = 0;
+            f.rounds = g.len();
+            f.details = format!(
+                "median of {} rounds ({}); round 1: {}",
+                g.len(),
+                shown.join(", "),
+                g[0].details
+            );
+            f.error = (!errors.is_empty()).then(|| errors.join("; "));
+            f.raw = serde_json::Value::Array(g.into_iter().map(|r| r.raw).collect());
+            f
+        })
+        .collect()
+}
+
+/// Whether a folded row's ratios to stock fall on both sides of 1.0 (or
+/// touch it): the rounds measured no difference from stock.
+pub fn no_difference(r: &Row) -> bool {
+    r.ratio_spread
+        .is_some_and(|(lo, hi)| lo <= 1.0 && hi >= 1.0)
 }
 
 /// The ratio of `value` to `stock` (None if either is missing, or the divisor is 0).
@@ -107,11 +189,15 @@ pub fn markdown(rows: &[Row]) -> String {
             (None, Some(_)) => "failed".into(),
             (None, None) => "-".into(),
         };
-        let ratio = r
-            .ratio
-            .map(|x| format!("{x:.2}"))
-            .unwrap_or_else(|| "-".into());
+        let ratio = match (r.ratio, r.ratio_spread) {
+            (Some(x), Some((lo, hi))) if r.rounds > 1 => format!("{x:.2} ({lo:.2}-{hi:.2})"),
+            (Some(x), _) => format!("{x:.2}"),
+            (None, _) => "-".into(),
+        };
         let mut details = r.details.clone();
+        if no_difference(r) {
+            details = format!("no difference measured (the rounds' ratios span 1.0); {details}");
+        }
         if let Some(e) = &r.error {
             if !details.is_empty() {
                 details.push_str("; ");
@@ -202,6 +288,74 @@ mod tests {
         assert!((rows[3].ratio.unwrap() - 0.8).abs() < 1e-12);
         assert_eq!(rows[4].ratio, None, "no stock row for s2");
         assert_eq!(rows[6].ratio, None, "stock value 0");
+    }
+
+    #[test]
+    fn rounds_pair_with_stock_of_the_same_round_and_fold_to_medians() {
+        let k = RatioKind::StockOverValue;
+        let mut rows = Vec::new();
+        // hackbench times: stock 2.0, 3.0, 2.2; scx-floor 2.1, 2.9, 2.0
+        for (round, (st, fl)) in [(2.0, 2.1), (3.0, 2.9), (2.2, 2.0)].into_iter().enumerate() {
+            let mut a = row("throughput", "stock", Some(st), k);
+            let mut b = row("throughput", "scx-floor", Some(fl), k);
+            a.round = round;
+            b.round = round;
+            a.details = format!("stock {round}");
+            rows.extend([a, b]);
+        }
+        let mut one = row("s1", "scx-floor", Some(50.0), RatioKind::ValueOverStock);
+        one.rounds = 1;
+        rows.insert(0, one);
+        fill_ratios(&mut rows, "stock");
+        // paired by round: 2.0 / 2.1, 3.0 / 2.9, 2.2 / 2.0
+        assert!((rows[2].ratio.unwrap() - 2.0 / 2.1).abs() < 1e-12);
+        assert!((rows[4].ratio.unwrap() - 3.0 / 2.9).abs() < 1e-12);
+        let f = fold_rounds(rows, "stock");
+        assert_eq!(f.len(), 3);
+        assert_eq!((f[0].scenario.as_str(), f[0].rounds), ("s1", 1));
+        let (st, fl) = (&f[1], &f[2]);
+        assert_eq!((st.config.as_str(), st.rounds), ("stock", 3));
+        assert_eq!(st.value, Some(2.2));
+        assert_eq!(fl.value, Some(2.1));
+        // ratios 0.952, 1.034, 1.1: median 1.034, spread across 1.0
+        assert!((fl.ratio.unwrap() - 3.0 / 2.9).abs() < 1e-12);
+        let (lo, hi) = fl.ratio_spread.unwrap();
+        assert!((lo - 2.0 / 2.1).abs() < 1e-12 && (hi - 1.1).abs() < 1e-12);
+        assert!(no_difference(fl));
+        assert!(st
+            .details
+            .starts_with("median of 3 rounds (2.00, 3.00, 2.20); round 1: stock 0"));
+        assert_eq!((st.ratio, st.ratio_spread), (Some(1.0), None));
+        assert!(!no_difference(st));
+        assert_eq!(fl.raw.as_array().map(|a| a.len()), Some(3));
+        let t = markdown(&f);
+        assert!(
+            t.contains("| 2.10 | 1.03 (0.95-1.10) | no difference measured"),
+            "{t}"
+        );
+        // all rounds faster: a difference
+        let mut g = fl.clone();
+        g.ratio_spread = Some((1.02, 1.1));
+        assert!(!no_difference(&g));
+    }
+
+    #[test]
+    fn a_failed_round_is_named_and_left_out_of_the_median() {
+        let k = RatioKind::ValueOverStock;
+        let mut a = row("latency", "scx-floor", Some(100.0), k);
+        let mut b = row("latency", "scx-floor", None, k);
+        b.round = 1;
+        b.error = Some("ejected".into());
+        let mut c = row("latency", "scx-floor", Some(300.0), k);
+        c.round = 2;
+        a.ratio = Some(1.0);
+        c.ratio = Some(1.5);
+        let f = fold_rounds(vec![a, b, c], "stock");
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].value, Some(200.0));
+        assert_eq!(f[0].error.as_deref(), Some("round 2: ejected"));
+        assert_eq!(f[0].ratio_spread, Some((1.0, 1.5)));
+        assert!(f[0].details.contains("(100, -, 300)"));
     }
 
     #[test]

@@ -459,6 +459,8 @@ pub struct FloorRun {
     pub config: String,
     /// scenarios it served
     pub scenarios: Vec<String>,
+    /// the round of each of `scenarios`
+    pub rounds: Vec<usize>,
     /// its flags
     pub args: Vec<String>,
     /// ext_server runtime of the measured CPU while loaded, ns
@@ -476,7 +478,8 @@ pub struct FloorRun {
 }
 
 /// Stop scx_floor with SIGINT and wait for sched_ext to be disabled.
-pub fn stop_floor(f: Floor, config: Config, scenarios: Vec<String>) -> FloorRun {
+/// `served`: the scenarios it served, with their rounds.
+pub fn stop_floor(f: Floor, config: Config, served: Vec<(String, usize)>) -> FloorRun {
     let ejected = !floor_alive(&f);
     // SAFETY: plain system call on our child.
     unsafe { libc::kill(f.pid, libc::SIGINT) };
@@ -488,9 +491,11 @@ pub fn stop_floor(f: Floor, config: Config, scenarios: Vec<String>) -> FloorRun 
         .as_ref()
         .and_then(|p| std::fs::read_to_string(p).ok())
         .and_then(|s| serde_json::from_str::<StatsDoc>(&s).ok());
+    let (scenarios, rounds) = served.into_iter().unzip();
     FloorRun {
         config: config.name().into(),
         scenarios,
+        rounds,
         args: f.args,
         ext_server_runtime: f.ext_server_runtime,
         ejected,
