@@ -29,6 +29,40 @@ pub fn ext_server_period(dir: &Path, cpu: usize) -> PathBuf {
     dir.join(format!("cpu{cpu}/period"))
 }
 
+/// The CPU whose dl_server `path` sets (`.../fair_server/cpuN/runtime`,
+/// `.../ext_server/cpuN/period`), if it is such a knob.
+pub fn dl_server_cpu(path: &Path) -> Option<usize> {
+    let cpu_dir = path.parent()?;
+    let kind = cpu_dir.parent()?.file_name()?.to_str()?;
+    if kind != "fair_server" && kind != "ext_server" {
+        return None;
+    }
+    cpu_dir
+        .file_name()?
+        .to_str()?
+        .strip_prefix("cpu")?
+        .parse()
+        .ok()
+}
+
+/// The CPU of `path` if it is a dl_server knob of a CPU that is not fully
+/// online now: offline, or between hotplug states (its
+/// `hotplug/state` differs from its `hotplug/target`). Such a knob must not
+/// be written. An offline CPU's write fails (EIO); but while a CPU comes
+/// up it is online before it is active, and a write then makes Debian's
+/// 7.3.4 kernel divide by zero in `dl_server_apply_params()` (the CPU's
+/// root domain counts no active CPU): an oops that left CPU hotplug and
+/// RCU stuck for good (`b_hotplug`, clean-clone CI of 2730132). This
+/// narrows the window the kernel leaves open; it cannot close it.
+pub fn offline_dl_server(path: &Path) -> Option<usize> {
+    let cpu = dl_server_cpu(path)?;
+    let online = crate::sys::online_cpus().ok()?;
+    let hp = Path::new("/sys/devices/system/cpu").join(format!("cpu{cpu}/hotplug"));
+    let read = |f: &str| fs::read_to_string(hp.join(f)).ok();
+    let moving = matches!((read("state"), read("target")), (Some(a), Some(b)) if a != b);
+    (!online.contains(&cpu) || moving).then_some(cpu)
+}
+
 /// The RT bandwidth sysctl: -1 turns off RT throttling and SCHED_DEADLINE
 /// admission control (Documentation/scheduler/sched-rt-group.rst,
 /// sched-deadline.rst), which lets pinned tasks become SCHED_DEADLINE.
@@ -65,10 +99,18 @@ impl Knobs {
     }
 
     /// Writes `value` to `path`, journaling the original value first (an
-    /// already journaled original is kept: it is the one to restore).
-    /// Errors: the knob cannot be read or written; nothing is changed then.
+    /// already journaled original is kept: it is the one to restore). A
+    /// knob that reads `value` already is not written (a dl_server write
+    /// restarts that server; one of sched_rt_runtime_us rebuilds the sched
+    /// domains). Errors: the knob cannot be read or written, or it is a
+    /// dl_server knob of a CPU that is not fully online
+    /// ([`offline_dl_server`]); nothing is changed then.
     pub fn set(&self, path: &Path, value: &str) -> Result<()> {
+        refuse_offline(path)?;
         self.save(path)?;
+        if read_knob(path).is_ok_and(|now| now == value) {
+            return Ok(());
+        }
         fs::write(path, value).with_context(|| format!("writing {value} to {}", path.display()))
     }
 
@@ -84,6 +126,10 @@ impl Knobs {
         let t0 = std::time::Instant::now();
         let mut refused = false;
         loop {
+            refuse_offline(path)?;
+            if read_knob(path).is_ok_and(|now| now == value) {
+                return Ok(());
+            }
             match fs::write(path, value) {
                 Ok(()) => {
                     if refused {
@@ -352,6 +398,18 @@ enum Restored {
     No,
 }
 
+/// An error for a dl_server knob of an offline CPU ([`offline_dl_server`]).
+fn refuse_offline(path: &Path) -> Result<()> {
+    match offline_dl_server(path) {
+        Some(cpu) => anyhow::bail!(
+            "CPU {cpu} is offline: {} not written (the kernel divides by zero on a dl_server \
+             write for an offline CPU)",
+            path.display()
+        ),
+        None => Ok(()),
+    }
+}
+
 /// The knob's path and original value in a journal entry's text.
 fn parse_entry(s: &str) -> Option<(&str, &str)> {
     let mut lines = s.lines();
@@ -374,6 +432,14 @@ fn restore_one(entry: &Path) -> Restored {
         let _ = fs::remove_file(entry);
         return Restored::No;
     }
+    if let Some(cpu) = offline_dl_server(Path::new(path)) {
+        // kept for the next replay (the next start, `--restore`)
+        log::warn!(
+            "CPU {cpu} is offline: {path} not restored to {val} now (the kernel divides by \
+             zero on a dl_server write for an offline CPU); kept in the journal"
+        );
+        return Restored::No;
+    }
     match fs::write(path, val) {
         Ok(()) => {
             let _ = fs::remove_file(entry);
@@ -394,6 +460,24 @@ fn restore_one(entry: &Path) -> Restored {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn dl_server_knobs_name_their_cpu() {
+        let d = Path::new("/sys/kernel/debug/sched");
+        assert_eq!(dl_server_cpu(&d.join("ext_server/cpu3/runtime")), Some(3));
+        assert_eq!(dl_server_cpu(&d.join("fair_server/cpu12/period")), Some(12));
+        assert_eq!(dl_server_cpu(Path::new(SCHED_RT_RUNTIME)), None);
+        assert_eq!(dl_server_cpu(&d.join("other/cpu1/runtime")), None);
+        assert_eq!(dl_server_cpu(&d.join("ext_server/cpux/runtime")), None);
+        // a CPU no machine has online
+        let far = d.join("ext_server/cpu100000/runtime");
+        assert_eq!(offline_dl_server(&far), Some(100000));
+        assert!(refuse_offline(&far)
+            .unwrap_err()
+            .to_string()
+            .contains("offline"));
+        assert_eq!(offline_dl_server(&d.join("ext_server/cpu0/runtime")), None);
+    }
+
     use super::*;
 
     #[test]

@@ -187,11 +187,15 @@ fn ext_server_off(cfg: &PolicyConfig, knobs: &Knobs) -> Result<bool> {
         return Ok(false);
     }
     for &cpu in &cfg.cpus {
-        knobs.set_retrying_busy(
-            &knobs::ext_server_runtime(dir, cpu),
-            "0",
-            knobs::DL_RELEASE_WAIT_MS,
-        )?;
+        let knob = knobs::ext_server_runtime(dir, cpu);
+        // not for an offline CPU (knobs::offline_dl_server): its server is
+        // parked, and the knob keeps its value; after a guardian restore
+        // made while it was down, the kernel's ext_server serves there
+        // beside scx_floor's once it is back
+        if knobs::offline_dl_server(&knob).is_some() {
+            continue;
+        }
+        knobs.set_retrying_busy(&knob, "0", knobs::DL_RELEASE_WAIT_MS)?;
     }
     Ok(true)
 }
