@@ -106,12 +106,7 @@ impl Knobs {
     /// dl_server knob of a CPU that is not fully online
     /// ([`offline_dl_server`]); nothing is changed then.
     pub fn set(&self, path: &Path, value: &str) -> Result<()> {
-        refuse_offline(path)?;
-        self.save(path)?;
-        if read_knob(path).is_ok_and(|now| now == value) {
-            return Ok(());
-        }
-        fs::write(path, value).with_context(|| format!("writing {value} to {}", path.display()))
+        self.set_retrying_busy(path, value, 0)
     }
 
     /// As [`Knobs::set`], but a write the kernel refuses with EBUSY is
@@ -122,6 +117,7 @@ impl Knobs {
     /// Errors: as [`Knobs::set`]; a write still refused names the admission
     /// state ([`crate::dlbw::describe`]).
     pub fn set_retrying_busy(&self, path: &Path, value: &str, busy_ms: u64) -> Result<()> {
+        refuse_offline(path)?;
         self.save(path)?;
         let t0 = std::time::Instant::now();
         let mut refused = false;
@@ -398,12 +394,13 @@ enum Restored {
     No,
 }
 
-/// An error for a dl_server knob of an offline CPU ([`offline_dl_server`]).
+/// An error for a dl_server knob of a CPU not fully online
+/// ([`offline_dl_server`]).
 fn refuse_offline(path: &Path) -> Result<()> {
     match offline_dl_server(path) {
         Some(cpu) => anyhow::bail!(
-            "CPU {cpu} is offline: {} not written (the kernel divides by zero on a dl_server \
-             write for an offline CPU)",
+            "CPU {cpu} is offline or being hotplugged: {} not written (the kernel may divide \
+             by zero on a dl_server write for a CPU not fully online)",
             path.display()
         ),
         None => Ok(()),
@@ -435,8 +432,9 @@ fn restore_one(entry: &Path) -> Restored {
     if let Some(cpu) = offline_dl_server(Path::new(path)) {
         // kept for the next replay (the next start, `--restore`)
         log::warn!(
-            "CPU {cpu} is offline: {path} not restored to {val} now (the kernel divides by \
-             zero on a dl_server write for an offline CPU); kept in the journal"
+            "CPU {cpu} is offline or being hotplugged: {path} not restored to {val} now (the \
+             kernel may divide by zero on a dl_server write for a CPU not fully online); kept \
+             in the journal"
         );
         return Restored::No;
     }
@@ -460,6 +458,8 @@ fn restore_one(entry: &Path) -> Restored {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn dl_server_knobs_name_their_cpu() {
         let d = Path::new("/sys/kernel/debug/sched");
@@ -477,8 +477,6 @@ mod tests {
             .contains("offline"));
         assert_eq!(offline_dl_server(&d.join("ext_server/cpu0/runtime")), None);
     }
-
-    use super::*;
 
     #[test]
     fn sched_rt_runtime_us_is_restored_last() {
