@@ -156,8 +156,15 @@ pub fn restore_due(now: &SchedAttr, boost: &SchedAttr, saved: &SchedAttr) -> std
 
 /// Runtime left in `tid`'s current SCHED_DEADLINE period, ns (`dl.runtime`
 /// in /proc/PID/sched; negative after an overrun). `None` when unreadable.
+/// Read into a stack buffer (nothing allocated).
 pub fn dl_runtime_left(tid: u32) -> Option<i64> {
-    parse_dl_runtime(&fs::read_to_string(format!("/proc/{tid}/sched")).ok()?)
+    let mut buf = [0u8; 8192];
+    let p = crate::sys::StackPath::new(format_args!("/proc/{tid}/sched"))?;
+    let n = crate::sys::read_into(p.path(), &mut buf).ok()?;
+    // the first line holds the command name, which may hold any byte
+    let text = &buf[..n];
+    let from = text.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
+    parse_dl_runtime(std::str::from_utf8(&text[from..]).ok()?)
 }
 
 /// The `dl.runtime` value of a /proc/PID/sched text.
@@ -181,20 +188,58 @@ pub fn fifo_attr(above: u32) -> SchedAttr {
 
 /// Start time of `tid` in clock ticks since boot (field 22 of
 /// /proc/PID/stat), and its state letter (field 3). `None` when gone.
+/// Reads a stack buffer (nothing allocated: the executor and the watchdog
+/// call it while serving).
 pub fn stat_of(tid: u32) -> Option<(u64, char)> {
-    let s = fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
-    parse_stat(&s)
+    let mut buf = [0u8; STAT_MAX];
+    let s = read_stat(format_args!("/proc/{tid}/stat"), &mut buf)?;
+    parse_stat(s)
+}
+
+/// Longest /proc/PID/stat line read, bytes: 52 fields of up to 20 digits
+/// and a command name of up to 64 bytes fit.
+pub const STAT_MAX: usize = 1280;
+
+/// Reads the /proc stat file at the path `args` formats to into `buf`,
+/// allocating nothing; None when it cannot be read or is not text.
+pub fn read_stat<'b>(args: std::fmt::Arguments, buf: &'b mut [u8]) -> Option<&'b str> {
+    let p = crate::sys::StackPath::new(args)?;
+    let n = crate::sys::read_into(p.path(), buf).ok()?;
+    // the command name may hold any byte: only what follows it must be text
+    let close = buf[..n].iter().rposition(|&b| b == b')')?;
+    std::str::from_utf8(&buf[close..n]).ok()
 }
 
 /// Parses (start time, state) out of a /proc/PID/stat line. The command name
 /// (field 2) may hold spaces and parentheses: fields are counted after the
 /// last ')'.
 pub fn parse_stat(s: &str) -> Option<(u64, char)> {
-    let f = stat_fields(s)?;
-    // f[0] is field 3 (state): field N is f[N - 3]
-    let state = f.first()?.chars().next()?;
-    let start = f.get(22 - 3)?.parse().ok()?;
+    let state = stat_field(s, 3)?.chars().next()?;
+    let start = stat_field(s, 22)?.parse().ok()?;
     Some((start, state))
+}
+
+/// Field `n` (1-based, `n >= 3`) of a /proc/PID/stat line, counted after
+/// the last ')' (see [`stat_fields`]); allocates nothing.
+pub fn stat_field(s: &str, n: usize) -> Option<&str> {
+    s[s.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(n.checked_sub(3)?)
+}
+
+/// Fields 3 to `out.len() + 2` of a /proc/PID/stat line into `out` (field N
+/// at index N - 3), counted after the last ')'; returns how many there
+/// were. Allocates nothing.
+pub fn stat_fields_into<'a>(s: &'a str, out: &mut [&'a str]) -> Option<usize> {
+    let mut n = 0;
+    for (slot, f) in out
+        .iter_mut()
+        .zip(s[s.rfind(')')? + 1..].split_whitespace())
+    {
+        *slot = f;
+        n += 1;
+    }
+    Some(n)
 }
 
 /// One boosted task as the journal keeps it.
@@ -811,6 +856,16 @@ mod tests {
         // SAFETY: plain syscall.
         let own = stat_of(unsafe { libc::gettid() } as u32).expect("own stat");
         assert_eq!(own.1, 'R', "the thread reading its own stat is running");
+        assert_eq!(stat_field(line, 3), Some("R"));
+        assert_eq!(stat_field(line, 9), Some("6"));
+        assert_eq!(stat_field(line, 2), None, "field 2 is the name");
+        assert_eq!(stat_field(line, 99), None);
+        let mut f = [""; 4];
+        assert_eq!(stat_fields_into(line, &mut f), Some(4));
+        assert_eq!(f, ["R", "1", "2", "3"]);
+        let mut f = [""; 40];
+        assert_eq!(stat_fields_into(line, &mut f), Some(22));
+        assert_eq!(stat_fields_into("no name", &mut f), None);
     }
 
     #[test]

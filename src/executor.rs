@@ -17,10 +17,16 @@
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+use smallvec::SmallVec;
+
 use crate::attr::{self, SchedAttr};
 use crate::boost;
 use crate::sched::BpfView;
+use crate::server::MAX_BOOSTED;
 use crate::sys::monotonic_ns;
+
+/// Results of one pass of the loop, kept on the stack.
+type Results = SmallVec<[(u64, i32); MAX_BOOSTED]>;
 
 /// A boost the executor holds: post `id`, task `tid` boosted with `boost`,
 /// counted in BPF boost slot `slot`; it ends when the slot's run time
@@ -37,12 +43,14 @@ struct Held {
     end_now: bool,
 }
 
-#[derive(Default)]
 struct State {
     /// the id of the next post
     next_id: u64,
     /// boosts to start, in order
     todo: Vec<(Held, SchedAttr)>,
+    /// `todo` as the loop goes through it (swapped with it: neither is made
+    /// anew)
+    todo_spare: Vec<(Held, SchedAttr)>,
     /// boosts made (or being made: visible to [`Executor::end`] while the
     /// system call runs) and not yet ended
     held: Vec<Held>,
@@ -55,6 +63,26 @@ struct State {
     stop: bool,
     /// the loop has returned (after a stop)
     done: bool,
+}
+
+impl Default for State {
+    /// Every list made with room for all the CPU's boost slots (results
+    /// twice over, as the planner takes them at its next step): neither
+    /// thread allocates while it serves (docs/design.md, "One malloc
+    /// arena").
+    fn default() -> Self {
+        State {
+            next_id: 0,
+            todo: Vec::with_capacity(MAX_BOOSTED),
+            todo_spare: Vec::with_capacity(MAX_BOOSTED),
+            held: Vec::with_capacity(MAX_BOOSTED),
+            started: Vec::with_capacity(2 * MAX_BOOSTED),
+            ended: Vec::with_capacity(2 * MAX_BOOSTED),
+            dirty: false,
+            stop: false,
+            done: false,
+        }
+    }
 }
 
 /// The shared state of one CPU's executor and its planner. The planner
@@ -150,13 +178,14 @@ impl Executor {
     ) {
         let mut g = self.lock();
         loop {
-            let todo = std::mem::take(&mut g.todo);
+            let mut todo = std::mem::take(&mut g.todo_spare);
+            std::mem::swap(&mut todo, &mut g.todo);
             let stop = g.stop;
             for (h, _) in &todo {
                 g.held.push(*h);
             }
             drop(g);
-            let results: Vec<(u64, i32)> = todo
+            let results: Results = todo
                 .iter()
                 .map(|(h, attr)| {
                     let e = if stop {
@@ -168,6 +197,8 @@ impl Executor {
                 })
                 .collect();
             g = self.lock();
+            todo.clear();
+            g.todo_spare = todo;
             for (id, e) in results {
                 g.started.push((id, e));
                 if e != 0 {
@@ -185,20 +216,23 @@ impl Executor {
             // looked at again after the least run time left: run time grows
             // no faster than the clock, so that is the earliest end.
             let mut left = u64::MAX;
-            let mut ending = Vec::new();
-            g.held.retain(|h| {
+            // Invariant: a post is in `held` until its result is in `ended`.
+            // A planner's `end()` while the restore runs (unlocked) then
+            // finds it (Pending) and takes the result later; a post in
+            // neither list would look unknown to it, and its result would
+            // never be taken.
+            let mut ending: SmallVec<[Held; MAX_BOOSTED]> = SmallVec::new();
+            for h in &g.held {
                 let (spid, ran) = slot(h.slot);
                 if stop || h.end_now || spid != h.tid || ran >= h.limit_ns {
                     ending.push(*h);
-                    false
                 } else {
                     left = left.min(h.limit_ns - ran);
-                    true
                 }
-            });
+            }
             if !ending.is_empty() {
                 drop(g);
-                let res: Vec<(u64, i32)> = ending
+                let res: Results = ending
                     .iter()
                     .map(|h| {
                         let due = current(h.tid)
@@ -212,6 +246,7 @@ impl Executor {
                     })
                     .collect();
                 g = self.lock();
+                g.held.retain(|h| !ending.iter().any(|e| e.id == h.id));
                 g.ended.extend(res);
             }
             if !g.todo.is_empty() || g.dirty || g.held.iter().any(|h| h.end_now) {
@@ -466,6 +501,48 @@ mod tests {
             assert!(matches!(r.ex.end(id), End::Unknown));
             assert!(!r.ex.ended(id2));
             assert!(matches!(r.ex.end(id2), End::Pending));
+        });
+    }
+
+    #[test]
+    fn an_end_asked_while_its_restore_runs_gets_its_result() {
+        let ex = Executor::default();
+        let ran = AtomicU64::new(0);
+        let (in_restore, restoring) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                ex.run_with(
+                    |_| (7, ran.load(Ordering::SeqCst)),
+                    |_, _| Ok(()),
+                    move |_, _| {
+                        // the planner asks its end while this runs, unlocked
+                        in_restore.send(()).unwrap();
+                        let _ = wait.recv();
+                        Ok(())
+                    },
+                    |_| Ok(attrs().0),
+                )
+            });
+            // dropped first on a failed assertion: the restore returns
+            let go = go;
+            let _stop = StopOnDrop(&ex);
+            let (b, rs) = attrs();
+            let id = ex.post(7, 0, &b, &rs, 1_000_000);
+            wait_for(|| ex.take_started(id).is_some());
+            // past its limit: the executor restores it
+            ran.store(2_000_000, Ordering::SeqCst);
+            ex.set_limit(id, 1_000);
+            restoring.recv().unwrap();
+            assert!(
+                matches!(ex.end(id), End::Pending),
+                "still held while its restore runs"
+            );
+            go.send(()).unwrap();
+            wait_for(|| ex.ended(id));
+            assert!(matches!(ex.take_ended(id), Some(Ok(()))));
+            let g = ex.lock();
+            assert!(g.held.is_empty() && g.ended.is_empty() && g.started.is_empty());
         });
     }
 

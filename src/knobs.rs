@@ -54,13 +54,31 @@ pub fn dl_server_cpu(path: &Path) -> Option<usize> {
 /// root domain counts no active CPU): an oops that left CPU hotplug and
 /// RCU stuck for good (`b_hotplug`, clean-clone CI of 2730132). This
 /// narrows the window the kernel leaves open; it cannot close it.
+///
+/// Reads sysfs through stack buffers (nothing allocated: a planner calls it
+/// at a hand-off to the ext_server). A CPU without an `online` file (CPU 0
+/// on most machines) cannot go offline.
 pub fn offline_dl_server(path: &Path) -> Option<usize> {
     let cpu = dl_server_cpu(path)?;
-    let online = crate::sys::online_cpus().ok()?;
-    let hp = Path::new("/sys/devices/system/cpu").join(format!("cpu{cpu}/hotplug"));
-    let read = |f: &str| fs::read_to_string(hp.join(f)).ok();
-    let moving = matches!((read("state"), read("target")), (Some(a), Some(b)) if a != b);
-    (!online.contains(&cpu) || moving).then_some(cpu)
+    let read = |f: &str, buf: &mut [u8; 32]| -> Option<usize> {
+        let p = crate::sys::StackPath::new(format_args!("/sys/devices/system/cpu/cpu{cpu}/{f}"))?;
+        crate::sys::read_into(p.path(), buf).ok()
+    };
+    let (mut a, mut b) = ([0u8; 32], [0u8; 32]);
+    let offline = match read("online", &mut a) {
+        Some(n) => a[..n].trim_ascii() == b"0",
+        // no such CPU, or one that cannot go offline
+        None => crate::sys::StackPath::new(format_args!("/sys/devices/system/cpu/cpu{cpu}"))
+            .is_none_or(|p| !p.path().exists()),
+    };
+    let moving = match (
+        read("hotplug/state", &mut a),
+        read("hotplug/target", &mut b),
+    ) {
+        (Some(n), Some(m)) => a[..n] != b[..m],
+        _ => false,
+    };
+    (offline || moving).then_some(cpu)
 }
 
 /// The RT bandwidth sysctl: -1 turns off RT throttling and SCHED_DEADLINE
@@ -89,7 +107,36 @@ fn key_of(path: &Path) -> String {
         .replace('/', "%")
 }
 
+/// Whether the knob at `path` reads `value` now (trimmed), read into a stack
+/// buffer: nothing allocated.
+fn reads(path: &Path, value: &str) -> bool {
+    let mut buf = [0u8; 64];
+    crate::sys::read_into(path, &mut buf)
+        .is_ok_and(|n| n < buf.len() && buf[..n].trim_ascii() == value.as_bytes())
+}
+
 impl Knobs {
+    /// Whether `path` has a journal entry, looked up through a path on the
+    /// stack (nothing allocated; false when the path is too long for it).
+    fn is_saved(&self, path: &Path) -> bool {
+        use std::fmt::Write as _;
+        /// the entry's name (see `key_of`) as a path component
+        struct Key<'a>(&'a str);
+        impl std::fmt::Display for Key<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                for c in self.0.trim_start_matches('/').chars() {
+                    f.write_char(if c == '/' { '%' } else { c })?;
+                }
+                Ok(())
+            }
+        }
+        let (Some(dir), Some(p)) = (self.dir.to_str(), path.to_str()) else {
+            return false;
+        };
+        crate::sys::StackPath::new(format_args!("{dir}/{}", Key(p)))
+            .is_some_and(|e| e.path().exists())
+    }
+
     /// The knob journal in `dir` (created root-only if missing).
     pub fn open(dir: &Path) -> Result<Self> {
         private_dir(dir)?;
@@ -118,12 +165,15 @@ impl Knobs {
     /// state ([`crate::dlbw::describe`]).
     pub fn set_retrying_busy(&self, path: &Path, value: &str, busy_ms: u64) -> Result<()> {
         refuse_offline(path)?;
+        if reads(path, value) {
+            return Ok(()); // nothing changes: nothing to journal
+        }
         self.save(path)?;
         let t0 = std::time::Instant::now();
         let mut refused = false;
         loop {
             refuse_offline(path)?;
-            if read_knob(path).is_ok_and(|now| now == value) {
+            if reads(path, value) {
                 return Ok(());
             }
             match fs::write(path, value) {
@@ -162,6 +212,9 @@ impl Knobs {
     /// caller's behalf (rtla's osnoise settings). Errors: the knob cannot be
     /// read, or the journal cannot be written.
     pub fn save(&self, path: &Path) -> Result<()> {
+        if self.is_saved(path) {
+            return Ok(());
+        }
         let entry = self.dir.join(key_of(path));
         if !entry.exists() {
             let orig = read_knob(path)?;

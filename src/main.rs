@@ -17,6 +17,8 @@ mod planner;
 mod policy;
 mod reach;
 mod rescue;
+mod rtalloc;
+mod rtlog;
 mod sched;
 mod slicer;
 
@@ -28,6 +30,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+
+#[global_allocator]
+static ALLOC: rtalloc::Counting = rtalloc::Counting;
 use log::{info, warn};
 
 /// scx_floor: a bandwidth floor for normal tasks under RT hogs, and slices
@@ -242,7 +247,8 @@ fn init_log(verbose: bool) -> Result<()> {
     } else {
         simplelog::ColorChoice::Never
     };
-    simplelog::TermLogger::init(level, cfg, simplelog::TerminalMode::Stderr, colour)?;
+    let term = simplelog::TermLogger::new(level, cfg, simplelog::TerminalMode::Stderr, colour);
+    rtlog::init(term, level)?;
     if verbose {
         scx_utils::init_libbpf_logging(None);
     }
@@ -547,6 +553,8 @@ fn run(opts: Opts) -> Result<()> {
 }
 
 fn main() {
+    // before any thread allocates (see rtalloc.rs)
+    let one_arena = rtalloc::one_arena();
     let opts = Opts::parse();
     if opts.man {
         use clap::CommandFactory;
@@ -560,6 +568,9 @@ fn main() {
     }
     if let Err(e) = init_log(opts.verbose) {
         eprintln!("scx_floor: cannot set up logging: {e}");
+    }
+    if !one_arena {
+        log::warn!("glibc refused mallopt(M_ARENA_MAX, 1): each thread may take a malloc arena");
     }
     match fault::init_from_env() {
         Ok(fault::Fault::None) => {}

@@ -7,7 +7,7 @@
 //! its hog. One planner thread per served CPU, started by the policy loop
 //! (`policy.rs`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -68,8 +68,9 @@ const EXEC_TAKE_TIMEOUT_NS: u64 = 100_000_000;
 /// (starvation begins, a boosted task blocks) and by the stop eventfd.
 const MAX_SLEEP_NS: u64 = 1_000_000_000;
 
-/// Whether `tid` may run only on CPUs that a higher class holds now.
-fn all_allowed_hogged(tid: u32, hi: &BTreeMap<usize, bool>) -> bool {
+/// Whether `tid` may run only on CPUs that a higher class holds now (`hi`:
+/// each online CPU, and whether one holds it).
+fn all_allowed_hogged(tid: u32, hi: &[(usize, bool)]) -> bool {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let r = unsafe {
@@ -82,8 +83,9 @@ fn all_allowed_hogged(tid: u32, hi: &BTreeMap<usize, bool>) -> bool {
     if r != 0 {
         return false;
     }
-    hi.iter()
-        .all(|(cpu, hogged)| *hogged || !unsafe { libc::CPU_ISSET(*cpu, &set) })
+    hi.iter().all(|&(cpu, hogged)| {
+        hogged || cpu >= libc::CPU_SETSIZE as usize || !unsafe { libc::CPU_ISSET(cpu, &set) }
+    })
 }
 
 /// How often a planner whose CPU starves looks through /proc for runnable
@@ -103,49 +105,42 @@ const PROC_SCAN_EVERY_NS: u64 = 1_000_000_000;
 /// of scx_floor's DSQs through `ops.dequeue()` (from its sched_ext_helper
 /// kthread) and leave it queued on the CPU with no `ops.enqueue()`, where
 /// no boost would serve it again (docs/design.md, "The bandwidth server").
-fn runnable_on(cpu: usize) -> Vec<(u32, BpfWaiter)> {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut v = Vec::new();
-    for p in procs.flatten() {
-        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
+///
+/// Appends them to `out`. Reads /proc through stack buffers
+/// ([`crate::sys::for_each_id`], [`boost::read_stat`]): nothing is
+/// allocated while `out` has room.
+fn runnable_on(cpu: usize, out: &mut Vec<(u32, BpfWaiter)>) {
+    let mut buf = [0u8; boost::STAT_MAX];
+    let _ = crate::sys::for_each_id(std::path::Path::new("/proc"), |pid| {
         // A process of one thread (most are) is read once: its /proc/PID/stat
         // is its thread's, and num_threads (field 20) says so.
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
+        let Some(stat) = boost::read_stat(format_args!("/proc/{pid}/stat"), &mut buf) else {
+            return;
         };
-        if boost::stat_fields(&stat).and_then(|f| f.get(20 - 3).copied()) == Some("1") {
-            if let Some(w) = parse_runnable_waiter(&stat, cpu) {
-                v.push((pid, w));
+        if boost::stat_field(stat, 20) == Some("1") {
+            if let Some(w) = parse_runnable_waiter(stat, cpu) {
+                out.push((pid, w));
             }
-            continue;
+            return;
         }
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            continue;
+        let Some(dir) = crate::sys::StackPath::new(format_args!("/proc/{pid}/task")) else {
+            return;
         };
-        for t in tasks.flatten() {
-            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")) else {
-                continue;
-            };
-            if let Some(w) = parse_runnable_waiter(&stat, cpu) {
-                v.push((tid, w));
+        let _ = crate::sys::for_each_id(dir.path(), |tid| {
+            let stat = boost::read_stat(format_args!("/proc/{pid}/task/{tid}/stat"), &mut buf);
+            if let Some(w) = stat.and_then(|s| parse_runnable_waiter(s, cpu)) {
+                out.push((tid, w));
             }
-        }
-    }
-    v
+        });
+    });
 }
 
 /// A /proc/PID/stat line as a waiter on `cpu` (see [`runnable_on`]), or None
 /// when the task is not a runnable normal task last on `cpu`.
 fn parse_runnable_waiter(stat: &str, cpu: usize) -> Option<BpfWaiter> {
-    let f = boost::stat_fields(stat)?;
-    let field = |n: usize| f.get(n - 3).copied();
+    let mut f = [""; 41 - 2];
+    let n = boost::stat_fields_into(stat, &mut f)?;
+    let field = |k: usize| f[..n].get(k - 3).copied();
     if field(3)? != "R"
         || field(39)?.parse::<usize>().ok()? != cpu
         || !attr::is_normal_policy(field(41)?.parse().ok()?)
@@ -170,61 +165,105 @@ fn parse_runnable_waiter(stat: &str, cpu: usize) -> Option<BpfWaiter> {
 /// them in `lost_found`. Called after a step's actions, never inside the
 /// waiter look-up: a scan costs 1-2 ms under TCG, and in kernel-cut mode
 /// that look-up comes at each period's zero-laxity activation.
-fn scan_lost(cpu: usize, view: &BpfView, lost_found: &mut u64, last_scan_ns: &mut u64) {
+fn scan_lost(
+    cpu: usize,
+    view: &BpfView,
+    lost_found: &mut u64,
+    last_scan_ns: &mut u64,
+    sc: &mut Scratch,
+) {
     let now = monotonic_ns();
     if now.saturating_sub(*last_scan_ns) < PROC_SCAN_EVERY_NS || !view.sample(cpu).1 {
         return;
     }
     *last_scan_ns = now;
-    let listed = view.waiters();
-    let lost: Vec<(u32, BpfWaiter)> = runnable_on(cpu)
-        .into_iter()
-        .filter(|(tid, _)| !listed.iter().any(|(t, _)| t == tid))
-        .collect();
-    if !lost.is_empty() {
-        debug!("cpu {cpu}: runnable here but not in the waiters: {lost:?}");
-        *lost_found += lost.len() as u64;
-        for (tid, w) in &lost {
+    view.waiters_into(&mut sc.listed);
+    sc.found.clear();
+    runnable_on(cpu, &mut sc.found);
+    let listed = &sc.listed;
+    sc.found
+        .retain(|(tid, _)| !listed.iter().any(|(t, _)| t == tid));
+    if !sc.found.is_empty() {
+        debug!(
+            "cpu {cpu}: runnable here but not in the waiters: {:?}",
+            sc.found
+        );
+        *lost_found += sc.found.len() as u64;
+        for (tid, w) in &sc.found {
             view.add_waiter(*tid, w);
         }
     }
 }
 
-/// The tasks starving on `cpu` (the waiters map, see [`scan_lost`]), oldest
-/// first; their start times (clock ticks) go into `starts`. `online`: the
-/// CPUs online. `boosting`: the server has tasks boosted on `cpu` and more
-/// waiting for their turn, so the CPU counts as held by a higher class even
-/// while a boosted task runs (the BPF side counts boosted runs as normal
-/// runs, not as the higher class's).
+/// Buffers a planner's steps reuse, made with their room at start: a step
+/// allocates nothing while they have room (docs/design.md, "One malloc
+/// arena").
+struct Scratch {
+    /// every entry of the BPF waiters map
+    listed: Vec<(u32, BpfWaiter)>,
+    /// runnable tasks /proc shows on the CPU
+    found: Vec<(u32, BpfWaiter)>,
+    /// each online CPU, and whether a higher class holds it
+    hi: Vec<(usize, bool)>,
+    /// this CPU's waiters with their order: (kernel thread last, waiting
+    /// since), oldest first
+    mine: Vec<((bool, u64), Waiter)>,
+    /// the start time (clock ticks) of each waiter a step listed, for the
+    /// journal
+    starts: HashMap<u32, u64>,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        let n = crate::server::WAITERS_INLINE;
+        Scratch {
+            listed: Vec::with_capacity(n),
+            found: Vec::with_capacity(n),
+            hi: Vec::with_capacity(crate::bpf_intf::floor_consts_FLOOR_MAX_CPUS as usize),
+            mine: Vec::with_capacity(n),
+            starts: HashMap::with_capacity(n),
+        }
+    }
+}
+
+/// Appends to `out` the tasks starving on `cpu` (the waiters map, see
+/// [`scan_lost`]), oldest first; their start times (clock ticks) go into
+/// `sc.starts`. `online`: the CPUs online. `boosting`: the server has tasks
+/// boosted on `cpu` and more waiting for their turn, so the CPU counts as
+/// held by a higher class even while a boosted task runs (the BPF side
+/// counts boosted runs as normal runs, not as the higher class's).
 fn waiters_of(
     cpu: usize,
     view: &BpfView,
     online: &[usize],
-    starts: &mut HashMap<u32, u64>,
     boosting: bool,
-) -> Vec<Waiter> {
-    let mut hi = BTreeMap::new();
-    for &c in online {
-        hi.insert(c, view.sample(c).1 || (c == cpu && boosting));
+    sc: &mut Scratch,
+    out: &mut Vec<Waiter>,
+) {
+    sc.hi.clear();
+    sc.hi.extend(
+        online
+            .iter()
+            .map(|&c| (c, view.sample(c).1 || (c == cpu && boosting))),
+    );
+    if !sc.hi.iter().any(|&(c, hogged)| c == cpu && hogged) {
+        return;
     }
-    if !hi.get(&cpu).copied().unwrap_or(false) {
-        return Vec::new();
-    }
-    let listed = view.waiters();
+    view.waiters_into(&mut sc.listed);
     // Kernel threads first (a per-CPU kworker or ksoftirqd that waits
     // behind dozens of user tasks delays RCU callbacks and workqueues for
     // the whole machine; not measured to matter yet), then the longest
     // waiting.
-    let mut v: Vec<((bool, u64), Waiter)> = Vec::new();
-    for (tid, w) in listed {
+    sc.mine.clear();
+    for &(tid, w) in &sc.listed {
         if w.cpu as usize != cpu {
             continue;
         }
-        if w.pinned == 0 && !all_allowed_hogged(tid, &hi) {
+        if w.pinned == 0 && !all_allowed_hogged(tid, &sc.hi) {
             continue; // it can run elsewhere: the dispatcher moves it
         }
-        starts.insert(tid, w.start_ticks);
-        v.push((
+        sc.starts.insert(tid, w.start_ticks);
+        sc.mine.push((
             (w.kthread == 0, w.since_ns),
             Waiter {
                 pid: tid,
@@ -232,8 +271,9 @@ fn waiters_of(
             },
         ));
     }
-    v.sort_by_key(|(since, w)| (*since, w.pid));
-    v.into_iter().map(|(_, w)| w).collect()
+    // keys are unique (the pid): an unstable sort, which allocates nothing
+    sc.mine.sort_unstable_by_key(|(since, w)| (*since, w.pid));
+    out.extend(sc.mine.iter().map(|(_, w)| *w));
 }
 
 /// Restores `tid` (journal entry `e`) from this thread if it still has its
@@ -247,6 +287,54 @@ fn restore_here(tid: u32, e: &Entry) -> std::io::Result<()> {
         boost::unboost(tid, &e.saved, &now)
     } else {
         Ok(())
+    }
+}
+
+/// A boost's parameters in a log line (formatted without allocating).
+struct BoostDesc<'a>(&'a SchedAttr);
+
+impl std::fmt::Display for BoostDesc<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let b = self.0;
+        if b.sched_policy == attr::SCHED_DEADLINE {
+            write!(
+                f,
+                "runtime {} ns, period {} ns",
+                b.sched_runtime, b.sched_period
+            )
+        } else {
+            write!(f, "priority {}", b.sched_priority)
+        }
+    }
+}
+
+/// A task's policy and priority as read now, or the read's error, in a log
+/// line.
+struct AttrsNow(std::io::Result<SchedAttr>);
+
+impl std::fmt::Display for AttrsNow {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match &self.0 {
+            Ok(a) => write!(
+                f,
+                "policy {}, priority {}",
+                a.sched_policy, a.sched_priority
+            ),
+            Err(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// An RT or DL task's policy in a log line: "SCHED_FIFO 50".
+struct HiPolicy(HiTask);
+
+impl std::fmt::Display for HiPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self.0.policy {
+            attr::SCHED_DEADLINE => write!(f, "SCHED_DEADLINE"),
+            attr::SCHED_RR => write!(f, "SCHED_RR {}", self.0.prio),
+            _ => write!(f, "SCHED_FIFO {}", self.0.prio),
+        }
     }
 }
 
@@ -278,6 +366,12 @@ struct Planner<'v> {
     posted: Vec<(u32, u64, u64)>,
     /// posts the executor was asked to end
     ending: Vec<Ending>,
+    /// `posted` and `ending` as a step goes through them: swapped with
+    /// those, so that neither is made anew (nothing allocated)
+    posted_spare: Vec<(u32, u64, u64)>,
+    ending_spare: Vec<Ending>,
+    /// buffers a step reuses
+    scratch: Scratch,
     /// the kernel's ext_server, handed this CPU's budget while a task no
     /// boost can preempt holds the CPU (None: not ours to change)
     ext: Option<ExtHandoff<'v>>,
@@ -454,21 +548,12 @@ impl<'v> Planner<'v> {
             Ok(()) => false,
             Err(err) if err.raw_os_error() == Some(libc::ESRCH) => false,
             Err(err) if err.raw_os_error() == Some(boost::ERR_CHANGED) => {
-                let now = attr::get_attr(tid).map_or_else(
-                    |e| e.to_string(),
-                    |a| format!("policy {}, priority {}", a.sched_policy, a.sched_priority),
-                );
-                let was = if boost.sched_policy == attr::SCHED_DEADLINE {
-                    format!(
-                        "runtime {} ns, period {} ns",
-                        boost.sched_runtime, boost.sched_period
-                    )
-                } else {
-                    format!("priority {}", boost.sched_priority)
-                };
                 info!(
-                    "cpu {}: task {tid} was given other scheduling attributes during its boost (policy {}, {was}; {now} now): left as they are",
-                    self.cpu, boost.sched_policy
+                    "cpu {}: task {tid} was given other scheduling attributes during its boost (policy {}, {}; {} now): left as they are",
+                    self.cpu,
+                    boost.sched_policy,
+                    BoostDesc(boost),
+                    AttrsNow(attr::get_attr(tid))
                 );
                 false
             }
@@ -497,7 +582,10 @@ impl<'v> Planner<'v> {
     fn settle(&mut self) {
         let Some(ex) = self.exec else { return };
         let now = monotonic_ns();
-        for (tid, id, at) in std::mem::take(&mut self.posted) {
+        // go through the posts, keeping the pending ones in the spare list
+        std::mem::swap(&mut self.posted, &mut self.posted_spare);
+        let mut posted = std::mem::take(&mut self.posted_spare);
+        for (tid, id, at) in posted.drain(..) {
             let res = match ex.take_started(id) {
                 Some(r) => r,
                 None if now.saturating_sub(at) > EXEC_TAKE_TIMEOUT_NS && ex.withdraw(id) => {
@@ -522,7 +610,10 @@ impl<'v> Planner<'v> {
                 self.server.drop_boost(tid);
             }
         }
-        for end in std::mem::take(&mut self.ending) {
+        self.posted_spare = posted;
+        std::mem::swap(&mut self.ending, &mut self.ending_spare);
+        let mut ending = std::mem::take(&mut self.ending_spare);
+        for end in ending.drain(..) {
             match ex.take_ended(end.id) {
                 Some(r) => {
                     let _ = ex.take_started(end.id);
@@ -536,6 +627,7 @@ impl<'v> Planner<'v> {
                 None => self.ending.push(end),
             }
         }
+        self.ending_spare = ending;
     }
 
     fn restore_all(&mut self) {
@@ -563,7 +655,7 @@ impl<'v> Planner<'v> {
 
     /// Restores every task this CPU's server has boosted.
     fn end_boosts(&mut self) {
-        let tids: Vec<u32> = self.boosted.keys().copied().collect();
+        let tids: smallvec::SmallVec<[u32; MAX_BOOSTED]> = self.boosted.keys().copied().collect();
         for tid in tids {
             self.restore(tid, None);
         }
@@ -579,10 +671,10 @@ impl<'v> Planner<'v> {
         if let Some(next) = self.hand_off(&s, hi_running, hi) {
             return next;
         }
-        let mut starts = HashMap::new();
-        let st = self.step_server(&s, &mut starts);
+        self.scratch.starts.clear();
+        let st = self.step_server(&s);
         let again = self.look_again(&s);
-        self.carry_out(st.actions, &s, &starts);
+        self.carry_out(&st.actions, &s);
         if let Some(ex) = self.exec {
             for a in self.server.active() {
                 if let Some(id) = self.exec_ids.get(&a.pid) {
@@ -595,6 +687,7 @@ impl<'v> Planner<'v> {
             self.view,
             &mut self.counts.lost_found,
             &mut self.last_scan_ns,
+            &mut self.scratch,
         );
         self.warn_limits_once();
         if again {
@@ -608,8 +701,8 @@ impl<'v> Planner<'v> {
 
     /// Steps the server on sample `s`, telling it each boosted task's run
     /// time from its BPF slot and, when it asks, the waiters (their start
-    /// times go to `starts`, for the journal).
-    fn step_server(&mut self, s: &Sample, starts: &mut HashMap<u32, u64>) -> Step {
+    /// times go to `scratch.starts`, for the journal).
+    fn step_server(&mut self, s: &Sample) -> Step {
         let (cpu, view) = (self.cpu, self.view);
         let (boosted, exec, ids) = (&self.boosted, self.exec, &self.exec_ids);
         let task = |pid: u32| {
@@ -629,9 +722,10 @@ impl<'v> Planner<'v> {
         self.server.set_unsettled_slots(
             MAX_BOOSTED.saturating_sub(self.free_slots.len() + self.boosted.len()),
         );
-        let st = self
-            .server
-            .step(s, task, || waiters_of(cpu, view, online, starts, boosting));
+        let sc = &mut self.scratch;
+        let st = self.server.step_into(s, task, |out| {
+            waiters_of(cpu, view, online, boosting, sc, out)
+        });
         if self.server.started() != was_started
             || (was_started && self.server.period_end_ns() != was_end)
         {
@@ -664,12 +758,12 @@ impl<'v> Planner<'v> {
     /// Carries out a step's actions, restores first: the slot of a boost the
     /// executor already cut is free once its restore is booked, for a boost
     /// of this step. A boost that fails is counted and forgotten.
-    fn carry_out(&mut self, actions: Vec<Action>, s: &Sample, starts: &HashMap<u32, u64>) {
+    fn carry_out(&mut self, actions: &[Action], s: &Sample) {
         let cpu = self.cpu;
-        let (restores, boosts): (Vec<Action>, Vec<Action>) = actions
-            .into_iter()
-            .partition(|a| matches!(a, Action::Restore { .. }));
-        for a in restores.into_iter().chain(boosts) {
+        let is_restore = |a: &&Action| matches!(a, Action::Restore { .. });
+        let restores = actions.iter().filter(is_restore);
+        let boosts = actions.iter().filter(|a| !is_restore(a));
+        for &a in restores.chain(boosts) {
             match a {
                 Action::Boost {
                     pid,
@@ -679,9 +773,8 @@ impl<'v> Planner<'v> {
                     debug!("cpu {cpu}: t={:.3} boost {pid}, share {:.3} ms, owed {:.3} ms, period ends in {:.3} ms",
                            s.now_ns as f64 / 1e6, budget_ns as f64 / 1e6, self.server.owed_ns(s) as f64 / 1e6,
                            (self.server.period_end_ns() as f64 - s.now_ns as f64) / 1e6);
-                    if let Err(e) =
-                        self.boost(pid, budget_ns, deadline_ns, starts.get(&pid).copied())
-                    {
+                    let start = self.scratch.starts.get(&pid).copied();
+                    if let Err(e) = self.boost(pid, budget_ns, deadline_ns, start) {
                         debug!("cpu {cpu}: boost of {pid} failed: {e:#}");
                         self.view.forget_waiter(pid);
                         self.counts.failed += 1;
@@ -797,34 +890,29 @@ impl<'v> Planner<'v> {
             return;
         }
         self.warned_pid = hi.pid;
-        let comm = std::fs::read_to_string(format!("/proc/{}/comm", hi.pid))
-            .map(|c| c.trim().to_string())
-            .unwrap_or_else(|_| "?".into());
-        let what = match hi.policy {
-            attr::SCHED_DEADLINE => "SCHED_DEADLINE".to_string(),
-            attr::SCHED_RR => format!("SCHED_RR {}", hi.prio),
-            _ => format!("SCHED_FIFO {}", hi.prio),
-        };
-        let head = format!(
-            "cpu {}: task {} ({comm}) at {what} holds the CPU above every SCHED_FIFO boost of \
-             scx_floor (at most {})",
-            self.cpu,
-            hi.pid,
-            boost::MAX_BOOST_PRIO
-        );
+        // read into a stack buffer: the line is formatted without allocating
+        let mut buf = [0u8; 64];
+        let comm = crate::sys::StackPath::new(format_args!("/proc/{}/comm", hi.pid))
+            .and_then(|p| crate::sys::read_into(p.path(), &mut buf).ok())
+            .and_then(|n| std::str::from_utf8(&buf[..n]).ok())
+            .map_or("?", str::trim);
+        let (cpu, pid, what, most) = (self.cpu, hi.pid, HiPolicy(hi), boost::MAX_BOOST_PRIO);
         match r {
             Reach::Deadline => info!(
-                "{head}: SCHED_DEADLINE boosts serve the CPU while it runs \
+                "cpu {cpu}: task {pid} ({comm}) at {what} holds the CPU above every SCHED_FIFO \
+                 boost of scx_floor (at most {most}): SCHED_DEADLINE boosts serve the CPU while it runs \
                  (kernel.sched_rt_runtime_us is -1)"
             ),
             Reach::ExtServer => warn!(
-                "{head}; SCHED_DEADLINE is refused for tasks pinned there while \
+                "cpu {cpu}: task {pid} ({comm}) at {what} holds the CPU above every SCHED_FIFO \
+                 boost of scx_floor (at most {most}); SCHED_DEADLINE is refused for tasks pinned there while \
                  kernel.sched_rt_runtime_us >= 0: the kernel's ext_server serves the CPU instead \
                  while it runs (its budget ends at the tick); {}",
                 crate::reach::remedy()
             ),
             _ => warn!(
-                "{head}; SCHED_DEADLINE is refused for tasks pinned there while \
+                "cpu {cpu}: task {pid} ({comm}) at {what} holds the CPU above every SCHED_FIFO \
+                 boost of scx_floor (at most {most}); SCHED_DEADLINE is refused for tasks pinned there while \
                  kernel.sched_rt_runtime_us >= 0 and there is no ext_server in debugfs to hand \
                  the CPU to: the CPU is NOT served while it runs; {}",
                 crate::reach::remedy()
@@ -837,10 +925,7 @@ impl<'v> Planner<'v> {
     /// new mechanism (kernel-cut for SCHED_DEADLINE boosts) and keeps its
     /// statistics, the ext_server gets our budget or runtime 0.
     fn hand_to(&mut self, to: Reach, s: &Sample) {
-        let tids: Vec<u32> = self.boosted.keys().copied().collect();
-        for tid in tids {
-            self.restore(tid, None);
-        }
+        self.end_boosts();
         if self.reach == Reach::ExtServer && to != Reach::ExtServer {
             if let Err(e) = self.ext_server(false) {
                 warn!(
@@ -864,9 +949,7 @@ impl<'v> Planner<'v> {
         } else {
             (self.fifo_cfg, self.base_mode)
         };
-        let stats = std::mem::take(&mut self.server.stats);
-        self.server = CpuServer::idle(cfg, s);
-        self.server.stats = stats;
+        self.server.reset_idle(cfg, s);
         self.mode = mode;
         self.reach = to;
     }
@@ -878,20 +961,21 @@ impl<'v> Planner<'v> {
         let c = self.fifo_cfg;
         let Some(k) = ext.knobs else { return Ok(()) };
         if on {
-            k.set(&ext.period, &c.period_ns.to_string())?;
-            k.set(&ext.runtime, &c.runtime_ns.to_string())
+            let mut buf = [0u8; 20];
+            k.set(&ext.period, crate::sys::decimal(c.period_ns, &mut buf))?;
+            k.set(&ext.runtime, crate::sys::decimal(c.runtime_ns, &mut buf))
         } else {
             k.set(&ext.runtime, "0")
         }
     }
 
+    /// The ext_server's runtime now, ns, read into a stack buffer (each
+    /// step while it serves).
     fn ext_server_runtime_now(&self) -> Option<u64> {
         let ext = self.ext.as_ref().filter(|e| e.knobs.is_some())?;
-        std::fs::read_to_string(&ext.runtime)
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
+        let mut buf = [0u8; 32];
+        let n = crate::sys::read_into(&ext.runtime, &mut buf).ok()?;
+        std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()
     }
 
     /// Whether any task boosted here can still run (memory reads only).
@@ -994,7 +1078,9 @@ pub fn serve_cpu(
                 let ok = r.is_ok();
                 let _ = tx.send(r);
                 if ok {
+                    crate::rtalloc::serving(true);
                     ex.run(view);
+                    crate::rtalloc::serving(false);
                 }
             })?;
             rx.recv()
@@ -1047,7 +1133,7 @@ impl<'v> Planner<'v> {
             counts: BoostCounts::default(),
             hi_prio: 0,
             journal: Journal::open(&journal_path(&p.cfg.state_dir))?,
-            boosted: HashMap::new(),
+            boosted: HashMap::with_capacity(2 * MAX_BOOSTED),
             free_slots: (0..MAX_BOOSTED)
                 .rev()
                 .map(|i| cpu * MAX_BOOSTED + i)
@@ -1056,9 +1142,13 @@ impl<'v> Planner<'v> {
             looked_again: false,
             last_scan_ns: 0,
             exec: p.exec,
-            exec_ids: HashMap::new(),
-            posted: Vec::new(),
-            ending: Vec::new(),
+            // room for every slot of the CPU, and as many tombstones
+            exec_ids: HashMap::with_capacity(2 * MAX_BOOSTED),
+            posted: Vec::with_capacity(MAX_BOOSTED),
+            ending: Vec::with_capacity(MAX_BOOSTED),
+            posted_spare: Vec::with_capacity(MAX_BOOSTED),
+            ending_spare: Vec::with_capacity(MAX_BOOSTED),
+            scratch: Scratch::new(),
             ext: match p.ext {
                 ExtServer::Ours(k) => Some(Some(k)),
                 ExtServer::Kept => Some(None),
@@ -1091,14 +1181,19 @@ impl<'v> Planner<'v> {
     /// a VM (cold page cache, first faults), and the first activation must
     /// not.
     fn warm_up(&mut self) {
-        let _ = waiters_of(
+        let mut ws = Vec::new();
+        waiters_of(
             self.cpu,
             self.view,
             &self.online,
-            &mut HashMap::new(),
             false,
+            &mut self.scratch,
+            &mut ws,
         );
-        let _ = runnable_on(self.cpu);
+        self.scratch.found.clear();
+        runnable_on(self.cpu, &mut self.scratch.found);
+        self.scratch.found.clear();
+        self.scratch.starts.clear();
         // SAFETY: plain syscall.
         let _ = boost::stat_of(unsafe { libc::gettid() } as u32);
         let _ = attr::get_attr(0);
@@ -1161,6 +1256,7 @@ fn plan_cpu(
     let mut parked = false;
     life.start();
     let _end = crate::rescue::EndOnDrop(life);
+    crate::rtalloc::serving(true);
     // Every sleep tells the watchdog when the planner is due (rescue.rs).
     let sleep = |until: u64, fds: &[i32; 2]| {
         if life.asleep(until) && fault::is(Fault::StuckPlanner) {
@@ -1220,6 +1316,7 @@ fn plan_cpu(
             deadline = deadline.max(monotonic_ns());
         }
     }
+    crate::rtalloc::serving(false);
     // the exit's restores at SCHED_FIFO 99, not a rescue's 10% of a CPU
     life.back_from_rescue();
     life.awake();

@@ -91,7 +91,8 @@ fn write_json(
     reports: &[Mutex<ServerRow>],
 ) {
     let (t, cpus) = snap;
-    let doc = stats::StatsDoc::new(t, &cfg.slice, cpus, server_rows(reports));
+    let mut doc = stats::StatsDoc::new(t, &cfg.slice, cpus, server_rows(reports));
+    doc.rt_allocations = Some(crate::rtalloc::rt_allocations());
     let r = serde_json::to_string_pretty(&doc)
         .map_err(anyhow::Error::from)
         .and_then(|b| crate::state::write_atomic(path, &b));
@@ -126,6 +127,10 @@ fn report(
         if !srows.is_empty() {
             s += &stats::format_server_table(&srows);
         }
+        s += &format!(
+            "rt_allocations: {} (allocator calls of the real-time threads while serving)",
+            crate::rtalloc::rt_allocations()
+        );
         info!("{s}");
     }
     *last = Some(now);
@@ -368,6 +373,8 @@ impl Watch<'_> {
             let before = monotonic_ns();
             std::thread::sleep(Duration::from_millis(tick));
             let slept = monotonic_ns().saturating_sub(before);
+            // what the real-time threads logged since the last tick
+            crate::rtlog::drain();
             let long_gap = slept > tick * 1_000_000 + STOPPED_GAP_NS;
             if long_gap {
                 warn!(
@@ -534,10 +541,15 @@ fn run_servers(
                 Ok(Ok(())) => {}
             }
         }
+        crate::rtlog::drain();
         if let Some(p) = &cfg.stats_json {
             write_json(p, snapshot(view), cfg, &reports);
         }
         log_slicers(&slicer_counts);
+        info!(
+            "rt_allocations: {} (allocator calls of the real-time threads while serving)",
+            crate::rtalloc::rt_allocations()
+        );
         match failed {
             Some(Ok(Err(e))) => Err(e.context("a server thread stopped")),
             Some(Err(_)) => Err(anyhow::anyhow!("a server thread panicked")),

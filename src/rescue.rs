@@ -159,8 +159,15 @@ pub fn stuck_after(runtime_ns: u64) -> u64 {
 /// /proc/self/task/TID/schedstat (`se.sum_exec_runtime`); None if it is
 /// gone.
 fn cpu_ns_of(tid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
-    s.split_whitespace().next()?.parse().ok()
+    let mut buf = [0u8; 96];
+    let p = crate::sys::StackPath::new(format_args!("/proc/self/task/{tid}/schedstat"))?;
+    let n = crate::sys::read_into(p.path(), &mut buf).ok()?;
+    std::str::from_utf8(&buf[..n])
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Whether a planner seen runnable at two looks, with CPU time `before`
@@ -195,6 +202,7 @@ pub fn watch(
     let mut suspects = vec![Suspect::default(); planners.len()];
     let mut rescues = 0;
     let mut next = monotonic_ns() + WATCH_EVERY_NS;
+    crate::rtalloc::serving(true);
     loop {
         let stopping = stop.load(Ordering::Relaxed);
         if stopping && planners.iter().all(|(_, l)| l.ended()) {
@@ -217,6 +225,7 @@ pub fn watch(
             }
         }
     }
+    crate::rtalloc::serving(false);
     if rescues > 0 {
         info!("planner watchdog: {rescues} rescues of a stuck planner");
     }

@@ -64,6 +64,24 @@ pub fn agent_setup(view: &BpfView, cpus: &[usize]) -> Result<()> {
     rt_setup(cpus)
 }
 
+/// Deletes key `key` from `map` (a map keyed by u32); returns whether it
+/// was there. A direct system call: libbpf-rs makes an error value, which
+/// allocates, for a key not there (ENOENT), which is common here (the BPF
+/// side drops entries of tasks that ran or left).
+fn delete_u32(map: &MapHandle, key: u32) -> bool {
+    // SAFETY: the key has the map's key size.
+    unsafe {
+        libbpf_rs::libbpf_sys::bpf_map_delete_elem(
+            map.as_fd().as_raw_fd(),
+            std::ptr::addr_of!(key).cast(),
+        ) == 0
+    }
+}
+
+/// Entries of the waiters map one system call reads
+/// ([`BpfView::waiters_into`]).
+const WAITERS_BATCH: usize = 128;
+
 /// A loaded and attached scx_floor.
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
@@ -276,22 +294,58 @@ impl BpfView {
         unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*self.stat(cpu)).nr_waiters_dropped)) }
     }
 
-    /// Every entry of the BPF `waiters` map: (tid, entry). One batched
-    /// lookup (a system call per 256 entries, not two per entry).
-    pub fn waiters(&self) -> Vec<(u32, Waiter)> {
-        let Ok(it) = self.waiters.lookup_batch(256, MapFlags::ANY, MapFlags::ANY) else {
-            return Vec::new();
+    /// Every entry of the BPF `waiters` map, (tid, entry), appended to
+    /// `out` (cleared first). Batched lookups (a system call per
+    /// [`WAITERS_BATCH`] entries) into buffers on the stack: nothing is
+    /// allocated while `out` has room. A read that fails midway keeps what
+    /// it read; one interrupted (EINTR) is made again.
+    pub fn waiters_into(&self, out: &mut Vec<(u32, Waiter)>) {
+        out.clear();
+        let fd = self.waiters.as_fd().as_raw_fd();
+        #[allow(clippy::needless_update)]
+        let opts = libbpf_rs::libbpf_sys::bpf_map_batch_opts {
+            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_batch_opts>() as _,
+            ..Default::default()
         };
-        it.filter_map(|(k, v)| {
-            let tid = u32::from_ne_bytes(k.get(..4)?.try_into().ok()?);
-            if v.len() < std::mem::size_of::<Waiter>() {
-                return None;
+        let mut keys = [0u32; WAITERS_BATCH];
+        // SAFETY: struct floor_waiter is plain data: all zeroes is valid.
+        let mut vals: [Waiter; WAITERS_BATCH] = unsafe { std::mem::zeroed() };
+        // a hash map's batch token is a bucket index (4 bytes; kernel/bpf/hashtab.c)
+        let (mut at, mut next, mut first) = (0u32, 0u32, true);
+        loop {
+            let mut count = WAITERS_BATCH as u32;
+            let in_batch = if first {
+                std::ptr::null_mut()
+            } else {
+                std::ptr::addr_of_mut!(at).cast()
+            };
+            // SAFETY: the buffers hold `count` keys and values of the map's
+            // sizes (u32, struct floor_waiter); the tokens are 4 bytes.
+            let r = unsafe {
+                libbpf_rs::libbpf_sys::bpf_map_lookup_batch(
+                    fd,
+                    in_batch,
+                    std::ptr::addr_of_mut!(next).cast(),
+                    keys.as_mut_ptr().cast(),
+                    vals.as_mut_ptr().cast(),
+                    &mut count,
+                    &opts,
+                )
+            };
+            if r == -libc::EINTR {
+                continue;
             }
-            // SAFETY: the value is a struct floor_waiter (size checked).
-            let w = unsafe { std::ptr::read_unaligned(v.as_ptr() as *const Waiter) };
-            Some((tid, w))
-        })
-        .collect()
+            let n = (count as usize).min(WAITERS_BATCH);
+            if r == 0 || r == -libc::ENOENT {
+                out.extend(keys[..n].iter().copied().zip(vals[..n].iter().copied()));
+            }
+            // ENOENT: the last batch
+            if r != 0 {
+                return;
+            }
+            at = next;
+            first = false;
+        }
     }
 
     /// CPU hotplug events (online + offline) the BPF side has seen since
@@ -431,12 +485,20 @@ impl BpfView {
                 std::mem::size_of::<Waiter>(),
             )
         };
-        let _ = self.waiters.update(&tid.to_ne_bytes(), v, MapFlags::ANY);
+        // SAFETY: key and value have the map's sizes (u32, struct floor_waiter).
+        let _ = unsafe {
+            libbpf_rs::libbpf_sys::bpf_map_update_elem(
+                self.waiters.as_fd().as_raw_fd(),
+                std::ptr::addr_of!(tid).cast(),
+                v.as_ptr().cast(),
+                libbpf_rs::libbpf_sys::BPF_ANY as u64,
+            )
+        };
     }
 
     /// Drops a stale `waiters` entry.
     pub fn forget_waiter(&self, tid: u32) {
-        let _ = self.waiters.delete(&tid.to_ne_bytes());
+        delete_u32(&self.waiters, tid);
     }
 
     fn nr_boosted(&self) -> &AtomicU64 {
@@ -500,7 +562,7 @@ impl BpfView {
 
     /// Unlists `tid`.
     pub fn boosted_del(&self, tid: u32) {
-        if self.boosted.delete(&tid.to_ne_bytes()).is_ok() {
+        if delete_u32(&self.boosted, tid) {
             let _ = self
                 .nr_boosted()
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| {

@@ -35,6 +35,22 @@
 //!   next run at once, and its unused share goes to the others.
 
 use crate::hist::Hist;
+use smallvec::SmallVec;
+
+/// Lists a step keeps on the stack, sized for the boosts of one CPU
+/// ([`MAX_BOOSTED`]) and those ending in the step: a step allocates nothing
+/// unless a list outgrows its inline room (docs/design.md, "One malloc
+/// arena").
+const INLINE: usize = 2 * MAX_BOOSTED;
+
+/// Entries of a levelling ([`water_fill_into`]) kept on the stack: the
+/// boosts of the CPU, those done in the step and the tasks whose turn comes
+/// later in the period (one per [`MIN_TURN_NS`] of the runtime).
+const FILL_INLINE: usize = 128;
+
+/// Waiters a server lists without allocating: the room its buffer is made
+/// with. More starving tasks on one CPU grow it once.
+pub const WAITERS_INLINE: usize = 512;
 
 /// Budget and timing of a server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,9 +171,19 @@ fn share_spent(used_ns: u64, share_ns: u64) -> bool {
 /// Returns each task's part, in order; the parts add up to at most `pool`
 /// (rounded down). A task already above the level gets 0.
 pub fn water_fill(pool: u64, tasks: &[(u64, u32)]) -> Vec<u64> {
-    let mut order: Vec<usize> = (0..tasks.len()).collect();
-    // by run time / weight, compared as products
-    order.sort_by(|&i, &j| {
+    let mut out = vec![0; tasks.len()];
+    water_fill_into(pool, tasks, &mut out);
+    out
+}
+
+/// [`water_fill`] into `out` (one part per task, `out.len() ==
+/// tasks.len()`), allocating nothing for up to [`FILL_INLINE`] tasks.
+pub fn water_fill_into(pool: u64, tasks: &[(u64, u32)], out: &mut [u64]) {
+    debug_assert_eq!(out.len(), tasks.len());
+    let mut order: SmallVec<[usize; FILL_INLINE]> = (0..tasks.len()).collect();
+    // by run time / weight, compared as products (tasks of equal ratio
+    // join the level together: their order does not matter)
+    order.sort_unstable_by(|&i, &j| {
         let (si, wi) = (tasks[i].0 as u128, tasks[i].1.max(1) as u128);
         let (sj, wj) = (tasks[j].0 as u128, tasks[j].1.max(1) as u128);
         (si * wj).cmp(&(sj * wi))
@@ -175,12 +201,11 @@ pub fn water_fill(pool: u64, tasks: &[(u64, u32)]) -> Vec<u64> {
         sum_w += w;
         k += 1;
     }
-    let mut out = vec![0; tasks.len()];
+    out.fill(0);
     for &i in &order[..k] {
         let (s, w) = (tasks[i].0 as u128, tasks[i].1.max(1) as u128);
         out[i] = ((pool as u128 + sum_s) * w / sum_w).saturating_sub(s) as u64;
     }
-    out
 }
 
 /// A reading of the CPU's BPF counters (see `floor_cpu_stat`), ns.
@@ -217,7 +242,7 @@ impl Sample {
 }
 
 /// A normal task starving on this CPU (it cannot run anywhere else now).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Waiter {
     /// thread id
     pub pid: u32,
@@ -251,7 +276,7 @@ pub enum RestoreWhy {
 }
 
 /// What the server wants done.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Boost `pid` above the RT tasks on this CPU, allowed `budget_ns` of run
     /// time (SCHED_DEADLINE runtime = budget, deadline = period =
@@ -293,7 +318,7 @@ pub enum Action {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Step {
     /// to carry out now, in order
-    pub actions: Vec<Action>,
+    pub actions: SmallVec<[Action; 3 * MAX_BOOSTED]>,
     /// when (CLOCK_MONOTONIC ns) the server must be stepped again at the latest
     pub next_ns: u64,
 }
@@ -314,6 +339,12 @@ pub struct ActiveBoost {
 /// A boost in progress and its run time since it began, ns.
 type Kept = (ActiveBoost, u64);
 
+/// The boosts a step keeps.
+type KeptList = SmallVec<[Kept; INLINE]>;
+
+/// The boosts a step finds done.
+type DoneList = SmallVec<[Done; MAX_BOOSTED]>;
+
 /// A boost whose share is used, or that the executor cut: its run time
 /// since it began (ns), and whether it was cut.
 type Done = (ActiveBoost, u64, bool);
@@ -330,9 +361,9 @@ struct Period {
 /// Who joins the boosts in a step ([`CpuServer::plan_joins`]).
 #[derive(Debug)]
 struct JoinPlan {
-    /// starving tasks that may join, least recently served first
-    eligible: Vec<Waiter>,
-    /// how many of `eligible` join now (the first ones)
+    /// how many of the eligible join now (the first ones; the eligible
+    /// are the starving tasks that may join, least recently served first,
+    /// left in the waiters buffer by [`CpuServer::plan_joins`])
     join: usize,
     /// how many after those keep a share for a turn later in the period
     queued: usize,
@@ -394,14 +425,11 @@ pub struct ServerStats {
     pub slots_full: u64,
 }
 
-fn restores_in(st: &Step) -> Vec<u32> {
-    st.actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Restore { pid, .. } => Some(*pid),
-            _ => None,
-        })
-        .collect()
+fn restores_in(st: &Step) -> impl Iterator<Item = u32> + '_ {
+    st.actions.iter().filter_map(|a| match a {
+        Action::Restore { pid, .. } => Some(*pid),
+        _ => None,
+    })
 }
 
 /// Most tasks boosted at once on one CPU (`FLOOR_SLOTS_PER_CPU`).
@@ -454,6 +482,9 @@ pub struct CpuServer {
     /// the period in which each task was last boosted: the least recently
     /// served go first when more starve than can be boosted at once
     served_in: std::collections::HashMap<u32, u64>,
+    /// the waiters a step lists, kept between steps with its room
+    /// ([`WAITERS_INLINE`])
+    ws_buf: Vec<Waiter>,
     /// counters
     pub stats: ServerStats,
 }
@@ -475,10 +506,13 @@ impl CpuServer {
             period_start_ns: s.now_ns,
             delivered_base_ns: s.delivered(),
             boosted_base_ns: s.boosted(),
-            active: Vec::new(),
-            exhausted: Vec::new(),
-            period_runtime: std::collections::HashMap::new(),
-            period_blocked: Vec::new(),
+            // made with their room now: a step never grows them for the
+            // tasks of one ordinary period (docs/design.md, "One malloc
+            // arena")
+            active: Vec::with_capacity(MAX_BOOSTED),
+            exhausted: Vec::with_capacity(WAITERS_INLINE),
+            period_runtime: std::collections::HashMap::with_capacity(WAITERS_INLINE),
+            period_blocked: Vec::with_capacity(WAITERS_INLINE),
             started: true,
             debt_ns: 0,
             period_overrun_ns: 0,
@@ -486,9 +520,34 @@ impl CpuServer {
             running: false,
             taking_turns: false,
             unsettled_slots: 0,
-            served_in: std::collections::HashMap::new(),
+            served_in: std::collections::HashMap::with_capacity(WAITERS_INLINE),
+            ws_buf: Vec::with_capacity(WAITERS_INLINE),
             stats: ServerStats::default(),
         }
+    }
+
+    /// Makes this server as [`CpuServer::idle`] makes a new one, with
+    /// configuration `cfg`, keeping its statistics and the room of its lists
+    /// (nothing allocated: a planner calls it at a hand-off).
+    pub fn reset_idle(&mut self, cfg: ServerConfig, s: &Sample) {
+        assert!(cfg.period_ns > 0 && cfg.runtime_ns <= cfg.period_ns);
+        self.cfg = cfg;
+        self.period_start_ns = s.now_ns;
+        self.delivered_base_ns = s.delivered();
+        self.boosted_base_ns = s.boosted();
+        self.active.clear();
+        self.exhausted.clear();
+        self.period_runtime.clear();
+        self.period_blocked.clear();
+        self.started = false;
+        self.debt_ns = 0;
+        self.period_overrun_ns = 0;
+        self.boosts_in_period = 0;
+        self.running = false;
+        self.taking_turns = false;
+        self.unsettled_slots = 0;
+        self.served_in.clear();
+        self.ws_buf.clear();
     }
 
     /// Tells the server how many of the CPU's [`MAX_BOOSTED`] boost slots
@@ -624,9 +683,9 @@ impl CpuServer {
     fn end_done(
         &mut self,
         now: u64,
-        done: Vec<Done>,
+        done: DoneList,
         extra: &[u64],
-        keep: &mut Vec<Kept>,
+        keep: &mut KeptList,
         out: &mut Step,
     ) {
         for (i, (mut a, used, cut)) in done.into_iter().enumerate() {
@@ -679,6 +738,18 @@ impl CpuServer {
         task: impl Fn(u32) -> Option<TaskNow>,
         mut waiters: impl FnMut() -> Vec<Waiter>,
     ) -> Step {
+        self.step_into(s, task, |buf| buf.extend(waiters()))
+    }
+
+    /// [`CpuServer::step`], with `waiters` appending the starving tasks to
+    /// the buffer it is given (empty, with room for [`WAITERS_INLINE`]):
+    /// the step then allocates nothing.
+    pub fn step_into(
+        &mut self,
+        s: &Sample,
+        task: impl Fn(u32) -> Option<TaskNow>,
+        mut waiters: impl FnMut(&mut Vec<Waiter>),
+    ) -> Step {
         let now = s.now_ns;
         let mut out = Step::default();
         if !self.start(s) || (now >= self.period_end_ns() && self.replenish(s, &task, &mut out)) {
@@ -711,33 +782,44 @@ impl CpuServer {
             return out;
         }
         // the tasks starving here, less those restored or done in this step
-        // (at most one call: `waiters` may be costly)
-        let mut skip: Vec<u32> = restores_in(&out);
+        // (at most one call: `waiters` may be costly), in the kept buffer
+        let mut skip: SmallVec<[u32; INLINE]> = restores_in(&out).collect();
         skip.extend(done.iter().map(|(a, _, _)| a.pid));
-        let mut starving = || -> Vec<Waiter> {
-            waiters()
-                .into_iter()
-                .filter(|w| !skip.contains(&w.pid))
-                .collect()
+        let mut ws = std::mem::take(&mut self.ws_buf);
+        ws.clear();
+        let mut listed = false;
+        let mut starving = |ws: &mut Vec<Waiter>| {
+            if !listed {
+                listed = true;
+                waiters(ws);
+                ws.retain(|w| !skip.contains(&w.pid));
+            }
         };
-        let mut ws: Option<Vec<Waiter>> = None;
         let (mut end, mut owed) = (end, owed);
         if keep.is_empty() && !self.running && !self.cfg.kernel_cut {
-            let w = starving();
-            if self.activate(s, &w) {
+            starving(&mut ws);
+            if self.activate(s, &ws) {
                 end = self.period_end_ns();
                 owed = self.owed_ns(s);
             }
-            ws = Some(w);
         }
         let pool = cap_to_owed(&mut keep, owed);
-        let mut done_extra: Vec<u64> = vec![0; done.len()];
+        let mut done_extra: SmallVec<[u64; MAX_BOOSTED]> = SmallVec::from_elem(0, done.len());
         let mut slot_wait = false;
         if pool >= MIN_BOOST_NS {
-            let ws = ws.take().unwrap_or_else(&mut starving);
+            starving(&mut ws);
             let at = Period { now, end, owed };
-            slot_wait = self.share_out(at, pool, ws, &done, &mut keep, &mut done_extra, &mut out);
+            slot_wait = self.share_out(
+                at,
+                pool,
+                &mut ws,
+                &done,
+                &mut keep,
+                &mut done_extra,
+                &mut out,
+            );
         }
+        self.ws_buf = ws;
         self.end_done(now, done, &done_extra, &mut keep, &mut out);
         self.schedule(now, end, slot_wait, keep, &mut out);
         out
@@ -784,7 +866,8 @@ impl CpuServer {
         task: &impl Fn(u32) -> Option<TaskNow>,
         out: &mut Step,
     ) -> bool {
-        for a in std::mem::take(&mut self.active) {
+        let active: SmallVec<[ActiveBoost; MAX_BOOSTED]> = self.active.drain(..).collect();
+        for a in active {
             let used = task(a.pid)
                 .map(|t| t.runtime_ns.saturating_sub(a.base_ns))
                 .unwrap_or(0);
@@ -873,10 +956,11 @@ impl CpuServer {
         owed: u64,
         task: &impl Fn(u32) -> Option<TaskNow>,
         out: &mut Step,
-    ) -> (Vec<Kept>, Vec<Done>) {
-        let mut keep: Vec<Kept> = Vec::new();
-        let mut done: Vec<Done> = Vec::new();
-        for a in std::mem::take(&mut self.active) {
+    ) -> (KeptList, DoneList) {
+        let mut keep = KeptList::new();
+        let mut done = DoneList::new();
+        let active: SmallVec<[ActiveBoost; MAX_BOOSTED]> = self.active.drain(..).collect();
+        for a in active {
             match task(a.pid) {
                 Some(t) if t.runnable || t.cut => {
                     let used = t.runtime_ns.saturating_sub(a.base_ns);
@@ -935,14 +1019,15 @@ impl CpuServer {
         &mut self,
         at: Period,
         pool: u64,
-        ws: Vec<Waiter>,
+        ws: &mut Vec<Waiter>,
         done: &[Done],
-        keep: &mut Vec<Kept>,
+        keep: &mut KeptList,
         done_extra: &mut [u64],
         out: &mut Step,
     ) -> bool {
         let plan = self.plan_joins(at.owed, ws, done, keep, out);
-        for w in &plan.eligible[..plan.join] {
+        let eligible: &[Waiter] = ws;
+        for w in &eligible[..plan.join] {
             let a = ActiveBoost {
                 pid: w.pid,
                 weight: w.weight.max(1),
@@ -951,21 +1036,24 @@ impl CpuServer {
             };
             keep.push((a, 0));
         }
-        self.level(pool, &plan, done, keep, done_extra);
+        self.level(pool, &plan, eligible, done, keep, done_extra);
         self.admit(at, &plan, keep, out);
         plan.slot_wait
     }
 
     /// Who joins the boosts in this step, and who keeps a share for a turn
-    /// later in the period ([`JoinPlan`]).
+    /// later in the period ([`JoinPlan`]); leaves in `ws` the starving tasks
+    /// that may join, least recently served first.
     fn plan_joins(
         &mut self,
         owed: u64,
-        mut ws: Vec<Waiter>,
+        ws: &mut Vec<Waiter>,
         done: &[Done],
         keep: &[Kept],
         out: &Step,
     ) -> JoinPlan {
+        // stable: the caller lists the longest waiting first (no allocation
+        // for up to 512 waiters: std sorts that many in a stack buffer)
         ws.sort_by_key(|w| self.served_in.get(&w.pid).map_or(0, |p| p + 1));
         let fresh = ws.iter().any(|w| !self.exhausted.contains(&w.pid));
         // turns needed per period for each starving task to run within
@@ -981,19 +1069,17 @@ impl CpuServer {
         // done tasks may be boosted again (not in kernel-cut mode: the
         // kernel holds a SCHED_DEADLINE boost to the runtime it was given)
         let again = if self.cfg.kernel_cut { 0 } else { done.len() };
-        let eligible: Vec<Waiter> = ws
-            .into_iter()
-            .filter(|w| {
-                let boosted = keep.iter().any(|(a, _)| a.pid == w.pid);
-                !(boosted || (fresh && self.exhausted.contains(&w.pid)))
-            })
-            .collect();
+        ws.retain(|w| {
+            let boosted = keep.iter().any(|(a, _)| a.pid == w.pid);
+            !(boosted || (fresh && self.exhausted.contains(&w.pid)))
+        });
+        let eligible: &[Waiter] = ws;
         // Boost slots a new boost can take in this step. A restore this
         // step orders frees its slot only once it is booked, except that of
         // a boost the executor already cut (booked at once; the caller
         // carries out restores before boosts).
         let cut_done = done.iter().filter(|(_, _, cut)| *cut).count();
-        let held = self.unsettled_slots + keep.len() + restores_in(out).len() + done.len();
+        let held = self.unsettled_slots + keep.len() + restores_in(out).count() + done.len();
         let free = MAX_BOOSTED.saturating_sub(held);
         let left_out = !eligible.is_empty()
             && (keep.len() + again + eligible.len() > room || eligible.len() > free);
@@ -1037,7 +1123,6 @@ impl CpuServer {
             self.stats.slots_full += 1;
         }
         JoinPlan {
-            eligible,
             join,
             queued,
             again,
@@ -1060,6 +1145,7 @@ impl CpuServer {
         &self,
         pool: u64,
         plan: &JoinPlan,
+        eligible: &[Waiter],
         done: &[Done],
         keep: &mut [Kept],
         done_extra: &mut [u64],
@@ -1067,16 +1153,16 @@ impl CpuServer {
         // run time in the period so far, ended boosts included, and what
         // each boost in progress may still run
         let ran = |pid: u32| self.period_runtime.get(&pid).copied().unwrap_or(0);
-        let levels: Vec<(u64, u32)> = keep
+        let levels: SmallVec<[(u64, u32); FILL_INLINE]> = keep
             .iter()
             .map(|(a, _)| (ran(a.pid) + a.share_ns, a.weight.max(1)))
             .collect();
-        let mut with: Vec<usize> = if plan.left_out {
-            Vec::new()
+        let mut with: SmallVec<[usize; MAX_BOOSTED]> = if plan.left_out {
+            SmallVec::new()
         } else {
             (0..plan.again).collect()
         };
-        let later = &plan.eligible[plan.join..plan.join + plan.queued];
+        let later = &eligible[plan.join..plan.join + plan.queued];
         // A done task boosted again for less than MIN_SHARE_NS costs more
         // than it gives: fill again without those (the others only gain).
         let extra = loop {
@@ -1088,9 +1174,10 @@ impl CpuServer {
             // the tasks whose turn comes later in the period take part in
             // the levelling: what they are owed is kept for them
             l.extend(later.iter().map(|w| (ran(w.pid), w.weight.max(1))));
-            let e = water_fill(pool, &l);
+            let mut e: SmallVec<[u64; FILL_INLINE]> = SmallVec::from_elem(0, l.len());
+            water_fill_into(pool, &l, &mut e);
             let n = keep.len();
-            let worth: Vec<usize> = with
+            let worth: SmallVec<[usize; MAX_BOOSTED]> = with
                 .iter()
                 .enumerate()
                 .filter(|(j, _)| e[n + j] >= MIN_SHARE_NS)
@@ -1116,7 +1203,7 @@ impl CpuServer {
     /// it is too little: late in a period the rest of the budget is levelled
     /// with the boosts in progress, and a turn of microseconds would count
     /// as the task's turn.
-    fn admit(&mut self, at: Period, plan: &JoinPlan, keep: &mut Vec<Kept>, out: &mut Step) {
+    fn admit(&mut self, at: Period, plan: &JoinPlan, keep: &mut KeptList, out: &mut Step) {
         let mut k = plan.joined_from;
         while k < keep.len() {
             if keep[k].0.share_ns < plan.least {
@@ -1140,7 +1227,7 @@ impl CpuServer {
 
     /// Sets when the server must be stepped next and gives each new boost
     /// its budget; `keep` becomes the boosts in progress.
-    fn schedule(&mut self, now: u64, end: u64, slot_wait: bool, keep: Vec<Kept>, out: &mut Step) {
+    fn schedule(&mut self, now: u64, end: u64, slot_wait: bool, keep: KeptList, out: &mut Step) {
         let retry = if slot_wait {
             now + SLOT_RETRY_NS
         } else {
@@ -1171,7 +1258,8 @@ impl CpuServer {
                 }
             }
         }
-        self.active = keep.into_iter().map(|(a, _)| a).collect();
+        self.active.clear();
+        self.active.extend(keep.iter().map(|(a, _)| *a));
         out.next_ns = next;
     }
 
@@ -1277,6 +1365,26 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_reset_server_is_a_new_idle_one_with_its_statistics() {
+        let t = Tasks::new(&[1, 2]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        // past the zero-laxity activation (1000 - 50 - 2 ms)
+        let mut starved = at(990, 0, 0);
+        starved.starved_since_ns = 1;
+        let st = s.step(&starved, |p| t.get(p), || vec![w(1, 100), w(2, 100)]);
+        assert!(!boosts(&st).is_empty(), "serving before the reset");
+        t.run(1, 60 * MS);
+        let _ = s.step(&at(1001, 60, 60), |p| t.get(p), Vec::new);
+        let stats = s.stats.clone();
+        let kc = cfg(20).kernel_cut();
+        let now = at(1500, 70, 60);
+        s.reset_idle(kc, &now);
+        let mut fresh = CpuServer::idle(kc, &now);
+        fresh.stats = stats;
+        assert_eq!(format!("{s:?}"), format!("{fresh:?}"));
     }
 
     #[test]
@@ -1507,7 +1615,7 @@ mod tests {
         // (the kernel's replenish_dl_entity() for a deferred server)
         let st = s.step(&at(958, 10, 0), |p| t.get(p), || vec![w(7, 100)]);
         assert_eq!(
-            st.actions,
+            st.actions.to_vec(),
             vec![Action::Boost {
                 pid: 7,
                 budget_ns: 50 * MS,

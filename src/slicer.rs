@@ -98,6 +98,7 @@ pub fn run(
     let fds = [rb.epoll_fd(), stop_fd];
     let mut seen = view.slicer(cpu).nr_starts;
     let mut hotplug_seen = view.cpu_hotplug_events();
+    crate::rtalloc::serving(true);
     while !stop.load(Ordering::Relaxed) && !view.exited() {
         let hp = view.cpu_hotplug_events();
         if hp != hotplug_seen {
@@ -129,6 +130,7 @@ pub fn run(
             }
         }
     }
+    crate::rtalloc::serving(false);
     view.set_slicer_wake(cpu, 0, 0);
     Ok(())
 }

@@ -375,8 +375,9 @@ pub struct CpuDoc {
 }
 
 /// The version of the `--stats-json` schema: 2 added `scx_floor` and
-/// `unix_time` and renamed `version` to `schema_version`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// `unix_time` and renamed `version` to `schema_version`; 3 added
+/// `rt_allocations`.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The `--stats-json` document (`serde_json`, pretty-printed), schema
 /// [`SCHEMA_VERSION`]; all times in ns unless the name says otherwise.
@@ -406,6 +407,11 @@ pub struct StatsDoc {
     pub cpus: Vec<CpuDoc>,
     /// the bandwidth server, one row per served CPU (empty without server)
     pub server: Vec<ServerRow>,
+    /// allocator calls (allocations, reallocations, frees) that scx_floor's
+    /// real-time threads made while serving, since start; designed to stay
+    /// 0 (docs/design.md, "One malloc arena"). None in documents before
+    /// schema 3.
+    pub rt_allocations: Option<u64>,
 }
 
 impl StatsDoc {
@@ -442,6 +448,7 @@ impl StatsDoc {
                 })
                 .collect(),
             server,
+            rt_allocations: None,
         }
     }
 }

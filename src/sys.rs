@@ -240,6 +240,104 @@ pub fn prefault_stack() {
     std::hint::black_box(&mut page);
 }
 
+/// A path formatted in a buffer on the stack, for the real-time threads'
+/// reads of /proc and debugfs, which allocate nothing (docs/design.md, "One
+/// malloc arena"). std opens a path of up to 384 bytes through a stack
+/// buffer as well.
+pub struct StackPath {
+    buf: [u8; STACK_PATH_MAX],
+    len: usize,
+}
+
+/// Longest [`StackPath`], bytes.
+pub const STACK_PATH_MAX: usize = 128;
+
+impl StackPath {
+    /// The path `args` formats to; None when it is longer than
+    /// [`STACK_PATH_MAX`].
+    pub fn new(args: std::fmt::Arguments) -> Option<Self> {
+        use std::io::Write;
+        let mut buf = [0u8; STACK_PATH_MAX];
+        let mut w = &mut buf[..];
+        w.write_fmt(args).ok()?;
+        let len = STACK_PATH_MAX - w.len();
+        Some(StackPath { buf, len })
+    }
+
+    /// The path.
+    pub fn path(&self) -> &std::path::Path {
+        use std::os::unix::ffi::OsStrExt;
+        std::path::Path::new(std::ffi::OsStr::from_bytes(&self.buf[..self.len]))
+    }
+}
+
+/// `v` in decimal, written into `buf` (nothing allocated).
+pub fn decimal(v: u64, buf: &mut [u8; 20]) -> &str {
+    use std::io::Write;
+    let mut w = &mut buf[..];
+    // u64::MAX has 20 digits: it always fits
+    let _ = write!(w, "{v}");
+    let n = 20 - w.len();
+    std::str::from_utf8(&buf[..n]).unwrap_or("0")
+}
+
+/// Reads the file at `path` into `buf`, up to its length; returns the bytes
+/// read. Allocates nothing. Errors: the open or read error.
+pub fn read_into(path: &std::path::Path, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Calls `f` with each entry of the directory at `path` whose name is a
+/// number (a pid in /proc, a tid in /proc/PID/task), in directory order.
+/// Reads the entries with `getdents64()` into a stack buffer: allocates
+/// nothing, unlike `std::fs::read_dir`. Stops at the first read error.
+/// Errors: the directory cannot be opened.
+pub fn for_each_id(path: &std::path::Path, mut f: impl FnMut(u32)) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let dir = std::fs::File::open(path)?;
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: the buffer is ours and its length is passed.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                dir.as_raw_fd(),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        if n <= 0 {
+            return Ok(());
+        }
+        // struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2),
+        // d_type (1), then the name, NUL-terminated (include/linux/dirent.h)
+        let mut off = 0;
+        while off + 19 < n as usize {
+            let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
+            if reclen == 0 || off + reclen > n as usize {
+                return Ok(());
+            }
+            let name = &buf[off + 19..off + reclen];
+            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+            if let Some(id) = std::str::from_utf8(name).ok().and_then(|s| s.parse().ok()) {
+                f(id);
+            }
+            off += reclen;
+        }
+    }
+}
+
 /// Reads a kernel knob (sysfs, debugfs, procfs, tracefs), trimmed. Read with a 4 KiB buffer: some files
 /// refuse a read shorter than their whole text (tracefs' osnoise/cpus
 /// answered std::fs::read_to_string with EINVAL on 7.3.4).
@@ -278,6 +376,51 @@ mod tests {
         assert_eq!(housekeeping_of(&[0, 1], &[]), vec![0, 1]);
         // a nohz_full CPU that is offline changes nothing
         assert_eq!(housekeeping_of(&[0, 1], &[5]), vec![0, 1]);
+    }
+
+    #[test]
+    fn stack_paths_and_reads() {
+        let p = StackPath::new(format_args!("/proc/{}/stat", 42)).unwrap();
+        assert_eq!(p.path(), std::path::Path::new("/proc/42/stat"));
+        let mut b = [0u8; 20];
+        assert_eq!(decimal(0, &mut b), "0");
+        assert_eq!(decimal(u64::MAX, &mut b), "18446744073709551615");
+        let long = "x".repeat(STACK_PATH_MAX + 1);
+        assert!(StackPath::new(format_args!("{long}")).is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("knob");
+        std::fs::write(&f, "12345\n").unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(
+            read_into(&f, &mut buf).unwrap(),
+            4,
+            "cut at the buffer's length"
+        );
+        assert_eq!(&buf, b"1234");
+        let mut buf = [0u8; 16];
+        assert_eq!(read_into(&f, &mut buf).unwrap(), 6);
+        assert!(read_into(&dir.path().join("none"), &mut buf).is_err());
+    }
+
+    #[test]
+    fn ids_of_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["7", "12", "x1", "4294967296", "003"] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        let mut ids = Vec::new();
+        for_each_id(dir.path(), |id| ids.push(id)).unwrap();
+        ids.sort();
+        // "x1" is no number, 2^32 no u32
+        assert_eq!(ids, vec![3, 7, 12]);
+        assert!(for_each_id(&dir.path().join("none"), |_| {}).is_err());
+        // this process is in /proc
+        let mut me = false;
+        for_each_id(std::path::Path::new("/proc"), |id| {
+            me |= id == std::process::id()
+        })
+        .unwrap();
+        assert!(me);
     }
 
     #[test]

@@ -88,6 +88,16 @@ start_floor() {
 	case "$(cat $SCX/root/ops 2>/dev/null)" in scx_floor*) ;; *) fail "the loaded scheduler is not scx_floor";; esac
 }
 
+# no_rt_allocations [WHAT]: fails unless scx_floor's exit line in $FLOOR_LOG
+# reads "rt_allocations: 0": its real-time threads made no allocator call
+# while serving (docs/design.md, "One malloc arena"). Call after stop_floor.
+no_rt_allocations() {
+	local n
+	n=$(sed -n 's/.*\] rt_allocations: \([0-9]*\) .*/\1/p' "$FLOOR_LOG" | tail -1)
+	[ -n "$n" ] || fail "no rt_allocations line in scx_floor's log${1:+ ($1)}"
+	[ "$n" = 0 ] || fail "scx_floor's real-time threads made $n allocator calls while serving${1:+ ($1)}"
+}
+
 # stop_floor [SIG]: signal scx_floor (default INT), wait, check it unloaded.
 stop_floor() {
 	local sig=${1:-INT} rc

@@ -54,6 +54,7 @@ for mode in default unlimited; do
 		[ "$ext_now" = 50000000 ] || fail "ext_server runtime $ext_now while it serves CPU 1 (want scx_floor's 50000000)"
 	fi
 	stop_floor || fail "scx_floor exit code $?"
+	no_rt_allocations "$*"
 	note "FIFO 99 hog, $mode sysctls: normal $normal ms/s, hog $hog ms/s, first service after $first ms"
 	by=$(head -n "$nlog" "$FLOOR_LOG" | awk '/^server:/ {for (i = 2; i <= NF; i++) if ($i == "by") c = i - 1; t = 1; next} t && $1 == 1 {print $c; t = 0}' | tail -1)
 	figure "${mode}_normal_ms_per_s" "$normal" ">= 40"

@@ -36,6 +36,7 @@ case_() { # runtime_us policy prio [scx_floor flags]
 	[ -n "$hog" ] || fail "could not read the tasks' schedstat"
 	[ "$(scx_state)" = enabled ] || fail "scx_floor was ejected: $(scx_state)"
 	stop_floor || fail "scx_floor exit code $?"
+	no_rt_allocations "$pol $prio $*"
 	note "$pol $prio hog, server $((rt / 1000)) ms/1 s $*: normal $normal ms/s, hog $hog ms/s, first service after $first ms"
 	grep -A4 '^server:' "$FLOOR_LOG" | tail -3 | sed 's/^/    /'
 	local tag="${pol}${prio}_$((rt / 1000))ms${*:+_dl}"

@@ -106,6 +106,7 @@ under_hog $N 60 14
 if kill -0 "$FLOOR_PID" 2>/dev/null && [ "$(scx_state)" = enabled ] && [ "$(enable_seq)" = "$seq0" ]; then
 	ejected=0
 	stop_floor || fail "scx_floor exit code $? at the end ($N tasks)"
+	no_rt_allocations "$N tasks"
 else
 	ejected=1
 	wait "$FLOOR_PID" 2>/dev/null

@@ -79,5 +79,6 @@ check equal 0 0 0
 check nice5 0 0 5
 assert_not_ejected "$seq"
 stop_floor || fail "scx_floor exited $?"
+no_rt_allocations
 grep -A4 '^server:' "$FLOOR_LOG" | tail -3 | sed 's/^/    /'
 exit 0

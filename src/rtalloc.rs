@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The process's allocator: glibc's malloc (std's [`System`]) with one
+//! arena, and a count of what scx_floor's real-time threads allocate while
+//! they serve.
+//!
+//! glibc gives each thread that allocates an arena of its own: a heap of
+//! 64 MiB of address space (`HEAP_MAX_SIZE`, malloc/arena.c). Under
+//! `mlockall(MCL_FUTURE)` ([`crate::sys::lock_memory`]) each such heap
+//! counts whole in `VmLck`, though only the pages used are resident: 2.4 GB
+//! at 16 vCPUs. [`one_arena`] keeps every thread on the main arena.
+//!
+//! One arena means one lock. The main thread and the stats threads take it
+//! at their normal policy, and an RT task may preempt one of them while it
+//! holds it; a planner that then needed the lock would wait until that RT
+//! task yields the CPU. So the real-time threads allocate nothing once
+//! they serve: buffers are sized at start and kept. [`serving`] marks the
+//! calling thread; every allocation, reallocation and free it makes after
+//! that is counted in [`rt_allocations`], which `--stats` prints and the
+//! VM tests require to stay 0. What may still allocate on those threads is
+//! rare and listed in docs/design.md ("One malloc arena").
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// std's system allocator, counting the calls of threads marked by
+/// [`serving`].
+pub struct Counting;
+
+thread_local! {
+    /// the calling thread serves: its allocations are counted
+    static SERVING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Allocator calls (allocations, reallocations, frees) made by threads
+/// while marked by [`serving`], since start.
+static RT_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+fn note() {
+    // A const-initialised thread local without a destructor is a plain TLS
+    // read: it never allocates, and `try_with` fails only at thread exit.
+    if SERVING.try_with(Cell::get).unwrap_or(false) {
+        RT_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call is passed on unchanged to `System`, which upholds the
+// contract; the count has no effect on the memory returned.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note();
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note();
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        note();
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note();
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// Marks the calling thread as serving (`true`: its allocator calls are
+/// counted from now on) or not. A real-time thread marks itself after its
+/// warm-up and unmarks itself before its exit path, which may allocate.
+pub fn serving(on: bool) {
+    let _ = SERVING.try_with(|s| s.set(on));
+}
+
+/// Whether the calling thread serves ([`serving`]).
+pub fn is_serving() -> bool {
+    SERVING.try_with(Cell::get).unwrap_or(false)
+}
+
+/// Allocator calls made by serving threads since start ([`serving`]).
+pub fn rt_allocations() -> u64 {
+    RT_ALLOCATIONS.load(Ordering::Relaxed)
+}
+
+/// Limits glibc's malloc to its main arena (`mallopt(M_ARENA_MAX, 1)`).
+/// Must run before any thread allocates: a thread that allocated already
+/// keeps the arena it got. Returns false when glibc refused (never seen;
+/// the arenas then stay as they were, which costs `VmLck`, not safety).
+pub fn one_arena() -> bool {
+    // SAFETY: plain library call with constant arguments.
+    unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) == 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_only_a_serving_thread() {
+        // The count is process-wide and tests run in parallel: only this
+        // test marks a thread, and it reads the count on that thread only.
+        std::thread::spawn(|| {
+            let before = rt_allocations();
+            let v: Vec<u64> = Vec::with_capacity(4);
+            assert_eq!(rt_allocations(), before, "not marked yet");
+            serving(true);
+            let w: Vec<u64> = Vec::with_capacity(8);
+            drop(v);
+            serving(false);
+            drop(w);
+            assert_eq!(rt_allocations(), before + 2, "one allocation, one free");
+        })
+        .join()
+        .unwrap();
+    }
+}
