@@ -16,7 +16,9 @@ start_floor --stats 0.5 --stats-json "$J"
 sleep 1.5
 [ -f "$J" ] || fail "no --stats-json file"
 # the document names its schema, the build (as -V does) and its wall time
-[ "$(jq -r .schema_version "$J")" = 2 ] || fail "schema_version is $(jq -r .schema_version "$J"), want 2"
+[ "$(jq -r .schema_version "$J")" = 3 ] || fail "schema_version is $(jq -r .schema_version "$J"), want 3"
+# schema 3: the real-time threads' allocator calls while serving (0 by design)
+[ "$(jq -r .rt_allocations "$J")" = 0 ] || fail "rt_allocations is $(jq -r .rt_allocations "$J") in the stats file, want 0"
 [ "$(jq -r .scx_floor "$J")" = "$("$FLOOR" -V | cut -d' ' -f2-)" ] ||
 	fail "the stats file names the build $(jq -r .scx_floor "$J"), -V says $("$FLOOR" -V)"
 age=$(jq -r --arg now "$(date +%s.%N)" '($now | tonumber) - .unix_time' "$J")
