@@ -15,11 +15,13 @@
 //!   cargo bench --bench server_scale [-- CPUS...]     (default 256 1024)
 //!
 //! It exits 1 when planning all CPUs takes more than `BUDGET_SHARE` of one
-//! CPU at the 1 s period, at up to 1024 CPUs (the figures:
-//! docs/results/2026-12-05-scale.md).
+//! CPU at the 1 s period, at up to 1024 CPUs; when a server holds more than
+//! `MEMORY_PER_CPU_MAX`; or when a step allocated (the planners step their
+//! servers with nothing allocated: docs/design.md, "One malloc arena").
+//! The figures: docs/results/2026-12-05-scale.md.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 use std::time::Instant;
 
 use scx_floor::server::{Action, CpuServer, Sample, ServerConfig, TaskNow, Waiter};
@@ -27,16 +29,21 @@ use scx_floor::server::{Action, CpuServer, Sample, ServerConfig, TaskNow, Waiter
 /// Heap bytes live in this process.
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 
+/// Allocator calls (allocations and frees) since start.
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
 struct Counting;
 
 // SAFETY: forwards to System; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+        CALLS.fetch_add(1, Ordering::Relaxed);
         unsafe { System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
         LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
+        CALLS.fetch_add(1, Ordering::Relaxed);
         unsafe { System.dealloc(p, l) }
     }
 }
@@ -51,6 +58,11 @@ const PERIODS: u64 = 20;
 const WAITERS: u32 = 3;
 /// the most planning may take, as a share of one CPU, at 1024 CPUs
 const BUDGET_SHARE: f64 = 0.01;
+/// the most heap a server may hold per CPU, bytes: its lists are made at
+/// start with room for `WAITERS_INLINE` (512) waiting tasks, so that no
+/// step allocates; 64 KiB per CPU is 64 MiB at 1024 CPUs, against the
+/// 64 MiB of address space glibc gave each thread's arena before
+const MEMORY_PER_CPU_MAX: f64 = 65536.0;
 
 /// One simulated CPU: an RT hog always runnable, `WAITERS` normal tasks
 /// starving, the boosted ones running in boost order until each has used
@@ -63,6 +75,8 @@ struct Cpu {
     /// pid -> (run time since its boost, budget, cut)
     running: Vec<(u32, u64, u64, bool)>,
     steps: u64,
+    /// allocator calls the server's steps made
+    step_calls: u64,
 }
 
 impl Cpu {
@@ -113,15 +127,19 @@ impl Cpu {
                 cut: b.3,
             })
         };
-        let waiters = || {
-            (1..=WAITERS)
-                .filter(|p| !running.iter().any(|b| b.0 == *p))
-                .map(|pid| Waiter { pid, weight: 100 })
-                .collect()
+        // as the planner lists them: into the server's own buffer
+        let waiters = |out: &mut Vec<Waiter>| {
+            out.extend(
+                (1..=WAITERS)
+                    .filter(|p| !running.iter().any(|b| b.0 == *p))
+                    .map(|pid| Waiter { pid, weight: 100 }),
+            )
         };
+        let calls = CALLS.load(Ordering::Relaxed);
         let t0 = Instant::now();
-        let st = self.server.step(&s, task, waiters);
+        let st = self.server.step_into(&s, task, waiters);
         let spent = t0.elapsed().as_nanos() as u64;
+        self.step_calls += CALLS.load(Ordering::Relaxed) - calls;
         for a in &st.actions {
             match a {
                 Action::Boost { pid, budget_ns, .. } => {
@@ -143,8 +161,9 @@ impl Cpu {
 }
 
 /// (planning ns per period for all CPUs, steps per CPU per period, heap
-/// bytes per CPU, normal ms/s delivered per CPU) for `n` CPUs.
-fn run(n: usize) -> (f64, f64, f64, f64) {
+/// bytes per CPU, normal ms/s delivered per CPU, allocator calls of all
+/// steps) for `n` CPUs.
+fn run(n: usize) -> (f64, f64, f64, f64, u64) {
     let cfg = ServerConfig {
         runtime_ns: 50 * MS,
         period_ns: 1000 * MS,
@@ -166,6 +185,7 @@ fn run(n: usize) -> (f64, f64, f64, f64) {
                 boosted: 0,
                 running: Vec::with_capacity(WAITERS as usize),
                 steps: 0,
+                step_calls: 0,
             }
         })
         .collect();
@@ -185,12 +205,14 @@ fn run(n: usize) -> (f64, f64, f64, f64) {
     let heap = (LIVE.load(Ordering::Relaxed) - before) as f64 - sim as f64;
     let steps: u64 = cpus.iter().map(|c| c.steps).sum();
     let normal: u64 = cpus.iter().map(|c| c.normal).sum();
+    let step_calls: u64 = cpus.iter().map(|c| c.step_calls).sum();
     let per_period = spent as f64 / PERIODS as f64;
     (
         per_period,
         steps as f64 / n as f64 / PERIODS as f64,
         heap / n as f64 + std::mem::size_of::<CpuServer>() as f64,
         normal as f64 / n as f64 / PERIODS as f64 / MS as f64,
+        step_calls,
     )
 }
 
@@ -227,6 +249,20 @@ fn main() {
         // the goal holds for every count up to 1024
         if n <= 1024 && share > BUDGET_SHARE {
             over = true;
+        }
+        if best.2 > MEMORY_PER_CPU_MAX {
+            eprintln!(
+                "server_scale: a server holds {:.0} bytes per CPU, more than {MEMORY_PER_CPU_MAX}",
+                best.2
+            );
+            std::process::exit(1);
+        }
+        if best.4 > 0 {
+            eprintln!(
+                "server_scale: the steps of {n} CPUs made {} allocator calls (none wanted)",
+                best.4
+            );
+            std::process::exit(1);
         }
         // what each server delivered: the simulation drove it as intended
         if !(45.0..=60.0).contains(&best.3) {
