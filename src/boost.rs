@@ -159,10 +159,8 @@ pub fn restore_due(now: &SchedAttr, boost: &SchedAttr, saved: &SchedAttr) -> std
 /// Read into a stack buffer (nothing allocated).
 pub fn dl_runtime_left(tid: u32) -> Option<i64> {
     let mut buf = [0u8; 8192];
-    let p = crate::sys::StackPath::new(format_args!("/proc/{tid}/sched"))?;
-    let n = crate::sys::read_into(p.path(), &mut buf).ok()?;
+    let text = crate::sys::read_path(format_args!("/proc/{tid}/sched"), &mut buf)?;
     // the first line holds the command name, which may hold any byte
-    let text = &buf[..n];
     let from = text.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
     parse_dl_runtime(std::str::from_utf8(&text[from..]).ok()?)
 }
@@ -203,11 +201,10 @@ pub const STAT_MAX: usize = 1280;
 /// Reads the /proc stat file at the path `args` formats to into `buf`,
 /// allocating nothing; None when it cannot be read or is not text.
 pub fn read_stat<'b>(args: std::fmt::Arguments, buf: &'b mut [u8]) -> Option<&'b str> {
-    let p = crate::sys::StackPath::new(args)?;
-    let n = crate::sys::read_into(p.path(), buf).ok()?;
+    let text = crate::sys::read_path(args, buf)?;
     // the command name may hold any byte: only what follows it must be text
-    let close = buf[..n].iter().rposition(|&b| b == b')')?;
-    std::str::from_utf8(&buf[close..n]).ok()
+    let close = text.iter().rposition(|&b| b == b')')?;
+    std::str::from_utf8(&text[close..]).ok()
 }
 
 /// Parses (start time, state) out of a /proc/PID/stat line. The command name
@@ -220,7 +217,8 @@ pub fn parse_stat(s: &str) -> Option<(u64, char)> {
 }
 
 /// Field `n` (1-based, `n >= 3`) of a /proc/PID/stat line, counted after
-/// the last ')' (see [`stat_fields`]); allocates nothing.
+/// the last ')', since the command name (field 2) may hold spaces and
+/// parentheses; allocates nothing.
 pub fn stat_field(s: &str, n: usize) -> Option<&str> {
     s[s.rfind(')')? + 1..]
         .split_whitespace()
@@ -678,16 +676,9 @@ pub fn raised_kthread(comm: &str) -> Option<(usize, usize)> {
         })
 }
 
-/// The fields of a /proc/PID/stat line from field 3 (state) on: field N is
-/// at index N - 3. Counted after the last ')', since the command name
-/// (field 2) may hold spaces and parentheses.
-pub fn stat_fields(s: &str) -> Option<Vec<&str>> {
-    Some(s[s.rfind(')')? + 1..].split_whitespace().collect())
-}
-
 /// The kernel flags (field 9) of a /proc/PID/stat line.
 fn parse_stat_flags(s: &str) -> Option<u64> {
-    stat_fields(s)?.get(9 - 3)?.parse().ok()
+    stat_field(s, 9)?.parse().ok()
 }
 
 /// The kernel threads of [`RAISED_KTHREADS`], (kind, cpu, tid) sorted.

@@ -60,22 +60,21 @@ pub fn dl_server_cpu(path: &Path) -> Option<usize> {
 /// on most machines) cannot go offline.
 pub fn offline_dl_server(path: &Path) -> Option<usize> {
     let cpu = dl_server_cpu(path)?;
-    let read = |f: &str, buf: &mut [u8; 32]| -> Option<usize> {
-        let p = crate::sys::StackPath::new(format_args!("/sys/devices/system/cpu/cpu{cpu}/{f}"))?;
-        crate::sys::read_into(p.path(), buf).ok()
-    };
+    fn read<'b>(cpu: usize, f: &str, buf: &'b mut [u8]) -> Option<&'b [u8]> {
+        crate::sys::read_path(format_args!("/sys/devices/system/cpu/cpu{cpu}/{f}"), buf)
+    }
     let (mut a, mut b) = ([0u8; 32], [0u8; 32]);
-    let offline = match read("online", &mut a) {
-        Some(n) => a[..n].trim_ascii() == b"0",
+    let offline = match read(cpu, "online", &mut a) {
+        Some(t) => t.trim_ascii() == b"0",
         // no such CPU, or one that cannot go offline
         None => crate::sys::StackPath::new(format_args!("/sys/devices/system/cpu/cpu{cpu}"))
             .is_none_or(|p| !p.path().exists()),
     };
     let moving = match (
-        read("hotplug/state", &mut a),
-        read("hotplug/target", &mut b),
+        read(cpu, "hotplug/state", &mut a),
+        read(cpu, "hotplug/target", &mut b),
     ) {
-        (Some(n), Some(m)) => a[..n] != b[..m],
+        (Some(x), Some(y)) => x != y,
         _ => false,
     };
     (offline || moving).then_some(cpu)
@@ -101,10 +100,22 @@ pub struct Knobs {
     dir: PathBuf,
 }
 
+/// The journal entry's name of a knob's path: the path without its leading
+/// '/', each '/' as '%' ("proc%sys%kernel%sched_rt_runtime_us").
+struct Key<'a>(&'a str);
+
+impl std::fmt::Display for Key<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        use std::fmt::Write as _;
+        for c in self.0.trim_start_matches('/').chars() {
+            f.write_char(if c == '/' { '%' } else { c })?;
+        }
+        Ok(())
+    }
+}
+
 fn key_of(path: &Path) -> String {
-    path.to_string_lossy()
-        .trim_start_matches('/')
-        .replace('/', "%")
+    Key(&path.to_string_lossy()).to_string()
 }
 
 /// Whether the knob at `path` reads `value` now (trimmed), read into a stack
@@ -119,17 +130,6 @@ impl Knobs {
     /// Whether `path` has a journal entry, looked up through a path on the
     /// stack (nothing allocated; false when the path is too long for it).
     fn is_saved(&self, path: &Path) -> bool {
-        use std::fmt::Write as _;
-        /// the entry's name (see `key_of`) as a path component
-        struct Key<'a>(&'a str);
-        impl std::fmt::Display for Key<'_> {
-            fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                for c in self.0.trim_start_matches('/').chars() {
-                    f.write_char(if c == '/' { '%' } else { c })?;
-                }
-                Ok(())
-            }
-        }
         let (Some(dir), Some(p)) = (self.dir.to_str(), path.to_str()) else {
             return false;
         };
@@ -164,18 +164,15 @@ impl Knobs {
     /// Errors: as [`Knobs::set`]; a write still refused names the admission
     /// state ([`crate::dlbw::describe`]).
     pub fn set_retrying_busy(&self, path: &Path, value: &str, busy_ms: u64) -> Result<()> {
-        refuse_offline(path)?;
-        if reads(path, value) {
-            return Ok(()); // nothing changes: nothing to journal
-        }
-        self.save(path)?;
         let t0 = std::time::Instant::now();
         let mut refused = false;
         loop {
             refuse_offline(path)?;
             if reads(path, value) {
-                return Ok(());
+                return Ok(()); // nothing changes: nothing to journal
             }
+            // the original, before the first write (after it, a look-up)
+            self.save(path)?;
             match fs::write(path, value) {
                 Ok(()) => {
                     if refused {

@@ -892,9 +892,8 @@ impl<'v> Planner<'v> {
         self.warned_pid = hi.pid;
         // read into a stack buffer: the line is formatted without allocating
         let mut buf = [0u8; 64];
-        let comm = crate::sys::StackPath::new(format_args!("/proc/{}/comm", hi.pid))
-            .and_then(|p| crate::sys::read_into(p.path(), &mut buf).ok())
-            .and_then(|n| std::str::from_utf8(&buf[..n]).ok())
+        let comm = crate::sys::read_path(format_args!("/proc/{}/comm", hi.pid), &mut buf)
+            .and_then(|t| std::str::from_utf8(t).ok())
             .map_or("?", str::trim);
         let (cpu, pid, what, most) = (self.cpu, hi.pid, HiPolicy(hi), boost::MAX_BOOST_PRIO);
         match r {

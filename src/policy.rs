@@ -101,6 +101,15 @@ fn write_json(
     }
 }
 
+/// The line under the `--stats` tables and at exit that tests read
+/// (`no_rt_allocations` in tests/vm/lib.sh).
+fn rt_allocations_line() -> String {
+    format!(
+        "rt_allocations: {} (allocator calls of the real-time threads while serving)",
+        crate::rtalloc::rt_allocations()
+    )
+}
+
 fn report(
     view: &BpfView,
     last: &mut Option<(u64, Vec<(usize, CpuCounters)>)>,
@@ -127,10 +136,7 @@ fn report(
         if !srows.is_empty() {
             s += &stats::format_server_table(&srows);
         }
-        s += &format!(
-            "rt_allocations: {} (allocator calls of the real-time threads while serving)",
-            crate::rtalloc::rt_allocations()
-        );
+        s += &rt_allocations_line();
         info!("{s}");
     }
     *last = Some(now);
@@ -546,10 +552,7 @@ fn run_servers(
             write_json(p, snapshot(view), cfg, &reports);
         }
         log_slicers(&slicer_counts);
-        info!(
-            "rt_allocations: {} (allocator calls of the real-time threads while serving)",
-            crate::rtalloc::rt_allocations()
-        );
+        info!("{}", rt_allocations_line());
         match failed {
             Some(Ok(Err(e))) => Err(e.context("a server thread stopped")),
             Some(Err(_)) => Err(anyhow::anyhow!("a server thread panicked")),

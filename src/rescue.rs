@@ -160,9 +160,8 @@ pub fn stuck_after(runtime_ns: u64) -> u64 {
 /// gone.
 fn cpu_ns_of(tid: u32) -> Option<u64> {
     let mut buf = [0u8; 96];
-    let p = crate::sys::StackPath::new(format_args!("/proc/self/task/{tid}/schedstat"))?;
-    let n = crate::sys::read_into(p.path(), &mut buf).ok()?;
-    std::str::from_utf8(&buf[..n])
+    let text = crate::sys::read_path(format_args!("/proc/self/task/{tid}/schedstat"), &mut buf)?;
+    std::str::from_utf8(text)
         .ok()?
         .split_whitespace()
         .next()?

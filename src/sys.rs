@@ -281,6 +281,16 @@ pub fn decimal(v: u64, buf: &mut [u8; 20]) -> &str {
     std::str::from_utf8(&buf[..n]).unwrap_or("0")
 }
 
+/// Reads the file at the path `args` formats to (a [`StackPath`]) into
+/// `buf`, up to its length; returns the bytes read. Allocates nothing.
+/// None: the path is longer than [`STACK_PATH_MAX`], or the file cannot be
+/// read.
+pub fn read_path<'b>(args: std::fmt::Arguments, buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    let p = StackPath::new(args)?;
+    let n = read_into(p.path(), buf).ok()?;
+    Some(&buf[..n])
+}
+
 /// Reads the file at `path` into `buf`, up to its length; returns the bytes
 /// read. Allocates nothing. Errors: the open or read error.
 pub fn read_into(path: &std::path::Path, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -400,6 +410,12 @@ mod tests {
         let mut buf = [0u8; 16];
         assert_eq!(read_into(&f, &mut buf).unwrap(), 6);
         assert!(read_into(&dir.path().join("none"), &mut buf).is_err());
+        let d = dir.path().display();
+        assert_eq!(
+            read_path(format_args!("{d}/knob"), &mut buf),
+            Some(&b"12345\n"[..])
+        );
+        assert_eq!(read_path(format_args!("{d}/none"), &mut buf), None);
     }
 
     #[test]
