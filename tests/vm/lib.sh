@@ -86,6 +86,20 @@ start_floor() {
 		fail "scx_floor did not reach state enabled (state: $(scx_state))"
 	fi
 	case "$(cat $SCX/root/ops 2>/dev/null)" in scx_floor*) ;; *) fail "the loaded scheduler is not scx_floor";; esac
+	settle_uevents
+}
+
+# settle_uevents: wait (at most 5 s) until udev has handled the uevents
+# queued so far. Enabling and disabling a sched_ext scheduler each send one
+# (the scheduler's kobject is added and removed), and systemd-udevd wakes to
+# handle it. A test hog started at that moment may preempt udevd inside an
+# RCU read-side section (every sleeping spinlock is one on PREEMPT_RT); RCU
+# boosting then lends it rcub/N's priority and takes it out of sched_ext,
+# and behind a pinned SCHED_FIFO 99 hog with default sysctls nothing can run
+# it (docs/realtime.md, "rcub/N"): RCU stalled and the kernel ejected
+# scx_floor in t_fifo99, clean-clone CI at 95423d1, RT boot.
+settle_uevents() {
+	udevadm settle -t 5 2>/dev/null || true
 }
 
 # no_rt_allocations [WHAT]: fails unless scx_floor's exit line in $FLOOR_LOG
@@ -105,6 +119,7 @@ stop_floor() {
 	wait "$FLOOR_PID"
 	rc=$?
 	wait_state disabled 20 || fail "state is $(scx_state) after SIG$sig"
+	settle_uevents
 	return $rc
 }
 

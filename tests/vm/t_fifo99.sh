@@ -77,14 +77,10 @@ done
 # SIGTERM while the FIFO 99 hog runs (issue 16): the CPU's own SCHED_FIFO 99
 # threads (executor; slice-end thread on PREEMPT_RT) cannot run there, and
 # scx_floor must still exit, with everything restored. The hog starts after
-# udev's workers are done with the events of the load: a normal task that a
-# FIFO 99 hog preempts inside an RCU read-side section, and that RCU then
-# boosts to rcub/N's FIFO 99, waits behind the hog at equal priority, and
-# with default sysctls nothing can run it (stock scheduling neither; docs/realtime.md,
-# "rcub/N"): the unload, waiting for a grace period, hung on such a
-# systemd-udevd worker once in CI.
+# udev is done with the load's uevent (start_floor, settle_uevents): the
+# unload, waiting for a grace period, once hung in CI on a systemd-udevd
+# worker that RCU had boosted behind the hog.
 start_floor
-udevadm settle -t 5 2>/dev/null || true
 n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 h=$(rt_hog 1 fifo 99 30) || fail "no hog"
 sleep 3
