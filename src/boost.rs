@@ -602,7 +602,8 @@ fn replay_records(j: &Journal, forget_all: bool) -> usize {
 /// Saves `tid`'s attributes, and `boost` (those it is about to get), in
 /// journal record `i` before a boost. `start`: its start time (clock ticks
 /// since boot) when the caller knows it (the BPF side records it), else
-/// read from /proc.
+/// read from /proc. Tells the guardian a boost starts
+/// ([`crate::guard::boost_starts`]).
 /// Errors: the task is gone, or already runs at a real-time policy.
 pub fn journal_before_boost(
     j: &Journal,
@@ -635,6 +636,7 @@ pub fn journal_before_boost(
         boost: *boost,
     };
     j.record(i, &e);
+    crate::guard::boost_starts();
     Ok(e)
 }
 

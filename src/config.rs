@@ -45,7 +45,7 @@ pub struct PolicyConfig {
     /// journals
     pub state_dir: PathBuf,
     /// scx_floor's own RT processes besides the server threads (the
-    /// guardian, FIFO 99, polling every 50 ms): their runs are not a higher
+    /// guardian, FIFO 99, polling every 50 or 500 ms): their runs are not a higher
     /// class taking the CPU. Counted as one, each of the guardian's polls
     /// would move the task it preempted off its CPU, a run the starvation
     /// guard had just granted among them (docs/design.md, Decisions:

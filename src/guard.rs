@@ -9,16 +9,23 @@
 //! The pipe closes only when the last thread of scx_floor has exited, and a
 //! thread pinned to a served CPU waits there behind any boost it did not
 //! end (docs/design.md, Restore protocol, item 4). So the guardian also
-//! checks, every `STOP_POLL_MS`, whether scx_floor is exiting
-//! ([`is_exiting_stat`]) and replays the journals then.
+//! checks at each poll whether scx_floor is exiting ([`is_exiting_stat`])
+//! and replays the journals then.
 //!
 //! While scx_floor is stopped (SIGSTOP, SIGTSTP, a debugger) its server
 //! threads cannot end a boost on time, and the kernel's ext_server is off on
-//! the CPUs it serves. The guardian checks the state of scx_floor every
-//! `STOP_POLL_MS`; when it finds it stopped it replays the journals the same
-//! way (boosted tasks back to their policy, ext_server runtime back to its
-//! saved value), so that no boost outlives the stop by more than
-//! `STOP_POLL_MS`, and logs it. The BPF dispatcher runs on without user
+//! the CPUs it serves. The guardian checks the state of scx_floor at each
+//! poll; when it finds it stopped it replays the journals the same way
+//! (boosted tasks back to their policy, ext_server runtime back to its
+//! saved value), and logs it.
+//!
+//! How often it polls: every [`STOP_POLL_MS`] from a boost's start until
+//! [`BUSY_LINGER_MS`] after the last one started (no boost lasts longer
+//! than a server period, 1 s at most), so that no boost outlives a stop by
+//! more than [`STOP_POLL_MS`]; every [`IDLE_POLL_MS`] otherwise. A boost
+//! that starts while the guardian waits the long way wakes it through an
+//! eventfd ([`boost_starts`]), so the first boost after a quiet time is
+//! covered as the others are. The BPF dispatcher runs on without user
 //! space, and the kernel's ext_server, its runtime back, serves the tasks
 //! that starve under RT hogs meanwhile. Each such restore is counted in
 //! memory shared with scx_floor ([`Guardian::restores`]): when scx_floor
@@ -37,7 +44,7 @@
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use anyhow::{bail, Result};
 
@@ -56,9 +63,94 @@ macro_rules! say {
 }
 use crate::knobs::Knobs;
 
-/// How often the guardian checks whether scx_floor is stopped, ms: also the
-/// longest a SCHED_FIFO boost can outlive a SIGSTOP of scx_floor.
+/// How often the guardian checks whether scx_floor is stopped or exiting
+/// while boosts are made, ms: also the longest a boost can outlive a
+/// SIGSTOP of scx_floor.
 pub const STOP_POLL_MS: i32 = 50;
+
+/// How often the guardian checks when no boost has started for
+/// [`BUSY_LINGER_MS`], ms. Under TCG a check costs about 0.5 ms of CPU, so
+/// polling every [`STOP_POLL_MS`] at all times cost 10 ms/s of one vCPU.
+/// A stop seen this late leaves only the kernel knobs changed meanwhile:
+/// the ext_server runtime at 0 on the served CPUs, which matters only to a
+/// task that starts starving under an RT hog in that time.
+pub const IDLE_POLL_MS: i32 = 500;
+
+/// How long after a boost started the guardian polls every
+/// [`STOP_POLL_MS`], ms: twice the longest server period (1 s), so that it
+/// covers the boost's whole life and the restore at its end.
+pub const BUSY_LINGER_MS: u64 = 2000;
+
+/// The poll timeout, ms: [`STOP_POLL_MS`] while scx_floor is stopped or
+/// exiting, or while a boost started in the last [`BUSY_LINGER_MS`]
+/// (`last_boost_ms`: CLOCK_MONOTONIC ms of the last start, 0 for none);
+/// [`IDLE_POLL_MS`] otherwise. `now_ms`: CLOCK_MONOTONIC ms.
+pub fn poll_timeout_ms(now_ms: u64, last_boost_ms: u64, stopped: bool, exiting: bool) -> i32 {
+    let busy = last_boost_ms != 0 && now_ms.saturating_sub(last_boost_ms) < BUSY_LINGER_MS;
+    if stopped || exiting || busy {
+        STOP_POLL_MS
+    } else {
+        IDLE_POLL_MS
+    }
+}
+
+/// What scx_floor and its guardian share: an anonymous shared mapping made
+/// before the fork, never unmapped.
+#[repr(C)]
+struct Shared {
+    /// see [`Guardian::restores`]
+    restores: AtomicU64,
+    /// CLOCK_MONOTONIC ms when a boost last started (0: none yet); written
+    /// by scx_floor's threads, read by the guardian
+    last_boost_ms: AtomicU64,
+    /// 1 while the guardian waits [`IDLE_POLL_MS`]: the next boost to start
+    /// clears it and wakes the guardian through [`WAKE_FD`]
+    idle: AtomicU32,
+}
+
+/// The mapping scx_floor shares with its guardian (null before
+/// [`spawn`]).
+static SHARED: AtomicPtr<Shared> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The eventfd that wakes a guardian waiting [`IDLE_POLL_MS`] (-1 before
+/// [`spawn`]). Never closed: a thread making a boost may still write it
+/// while the process exits, and a closed number may be reused by then.
+static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// Called just before a boost's `sched_setattr()`, after its journal
+/// record is written (any thread; no allocation, at most one `write(2)`):
+/// tells the guardian to poll every [`STOP_POLL_MS`] from now on, and wakes
+/// it if it was waiting [`IDLE_POLL_MS`]. Does nothing before [`spawn`].
+pub fn boost_starts() {
+    // SAFETY: null or the mapping made in spawn(), never unmapped.
+    let Some(sh) = (unsafe { SHARED.load(Ordering::Acquire).as_ref() }) else {
+        return;
+    };
+    note_boost(sh, WAKE_FD.load(Ordering::Relaxed));
+}
+
+/// [`boost_starts`] on mapping `sh` and eventfd `fd`.
+fn note_boost(sh: &Shared, fd: i32) {
+    // SeqCst, with the guardian's store of `idle` and load of the time: one
+    // of the two sees the other's write (a guardian that misses this time
+    // is woken)
+    sh.last_boost_ms
+        .store(monotonic_ms().max(1), Ordering::SeqCst);
+    if sh.idle.swap(0, Ordering::SeqCst) == 1 {
+        wake(fd);
+    }
+}
+
+/// Adds 1 to eventfd `fd` (errors ignored: a guardian gone needs no
+/// wake-up).
+fn wake(fd: i32) {
+    if fd < 0 {
+        return;
+    }
+    let one = 1u64;
+    // SAFETY: writes 8 bytes of our own to an eventfd.
+    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+}
 
 /// The fields of a /proc/PID/stat text from field 3 (the state) on: field
 /// n (from 1) is at index n - 3. The comm field (2) may hold spaces and
@@ -233,14 +325,14 @@ pub struct Guardian {
     pub restores: &'static AtomicU64,
 }
 
-/// A counter in an anonymous shared mapping: a forked child's increments
+/// A [`Shared`] in an anonymous shared mapping: a forked child's writes
 /// are seen by the parent. Never unmapped (one page for the process's life).
-fn shared_counter() -> Result<&'static AtomicU64> {
+fn shared_page() -> Result<&'static Shared> {
     // SAFETY: a fresh anonymous mapping, zero-filled, page-aligned.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
-            std::mem::size_of::<AtomicU64>(),
+            std::mem::size_of::<Shared>(),
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED | libc::MAP_ANONYMOUS,
             -1,
@@ -250,8 +342,18 @@ fn shared_counter() -> Result<&'static AtomicU64> {
     if p == libc::MAP_FAILED {
         bail!("mmap: {}", std::io::Error::last_os_error());
     }
-    // SAFETY: aligned, zeroed (a valid AtomicU64 of 0), and never unmapped.
-    Ok(unsafe { &*(p as *const AtomicU64) })
+    // SAFETY: aligned, zeroed (valid atomics of 0), and never unmapped.
+    Ok(unsafe { &*(p as *const Shared) })
+}
+
+/// An eventfd, non-blocking and close-on-exec. Errors: `eventfd(2)`'s.
+fn new_eventfd() -> Result<i32> {
+    // SAFETY: plain syscall.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        bail!("eventfd: {}", std::io::Error::last_os_error());
+    }
+    Ok(fd)
 }
 
 /// Forks the guardian. Keep the returned [`Guardian`] for as long as anything
@@ -264,7 +366,11 @@ fn shared_counter() -> Result<&'static AtomicU64> {
 /// EBUSY for [`crate::knobs::BUSY_RETRY_MS`]). Call while single-threaded.
 /// Errors: `pipe2` or `fork` failing.
 pub fn spawn(state_dir: &Path) -> Result<Guardian> {
-    let restores = shared_counter()?;
+    let shared = shared_page()?;
+    let wake_fd = new_eventfd()?;
+    SHARED.store(shared as *const Shared as *mut Shared, Ordering::Release);
+    WAKE_FD.store(wake_fd, Ordering::Release);
+    let restores = &shared.restores;
     let mut fds = [0i32; 2];
     // SAFETY: pipe2 fills two fds.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -280,7 +386,7 @@ pub fn spawn(state_dir: &Path) -> Result<Guardian> {
         // SAFETY: the write end is ours in the child.
         unsafe { libc::close(wr) };
         become_guardian();
-        watch_parent(rd, state_dir, restores);
+        watch_parent(rd, wake_fd, state_dir, shared);
         let (t, k, r) = replay_all(state_dir, &|| true);
         if t + k + r > 0 {
             say!(
@@ -359,19 +465,36 @@ enum Pipe {
     Closed,
     /// something was written (nothing is; read and dropped)
     Data,
-    /// nothing within [`STOP_POLL_MS`], or the wait was interrupted
+    /// nothing within the timeout, a boost started (the eventfd), or the
+    /// wait was interrupted
     Quiet,
 }
 
-/// Waits up to [`STOP_POLL_MS`] for the pipe's read end `rd`.
-fn poll_pipe(rd: i32) -> Pipe {
-    let mut pfd = libc::pollfd {
-        fd: rd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one pollfd of our own.
-    if unsafe { libc::poll(&mut pfd, 1, STOP_POLL_MS) } <= 0 {
+/// Waits up to `timeout_ms` for the pipe's read end `rd` or the eventfd
+/// `wake_fd` (read empty when it fired).
+fn poll_pipe(rd: i32, wake_fd: i32, timeout_ms: i32) -> Pipe {
+    let mut pfd = [
+        libc::pollfd {
+            fd: rd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: wake_fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // SAFETY: two pollfds of our own.
+    if unsafe { libc::poll(pfd.as_mut_ptr(), 2, timeout_ms) } <= 0 {
+        return Pipe::Quiet;
+    }
+    if pfd[1].revents != 0 {
+        let mut n = 0u64;
+        // SAFETY: reads 8 bytes into our own u64 (non-blocking eventfd).
+        unsafe { libc::read(wake_fd, &mut n as *mut u64 as *mut libc::c_void, 8) };
+    }
+    if pfd[0].revents == 0 {
         return Pipe::Quiet;
     }
     let mut buf = [0u8; 64];
@@ -409,8 +532,11 @@ fn read_from_start<'b>(f: &std::fs::File, buf: &'b mut Vec<u8>) -> &'b str {
 /// scx_floor is exiting, it replays the journals once and ejects the BPF
 /// scheduler if the exit has not ended [`EJECT_AFTER_MS`] later; while
 /// scx_floor is stopped, it replays them at every poll. Each replay is
-/// counted in `restores`, which scx_floor reads.
-fn watch_parent(rd: i32, state_dir: &Path, restores: &AtomicU64) {
+/// counted in `shared.restores`, which scx_floor reads. It polls as
+/// [`poll_timeout_ms`] says, woken early through `wake_fd` by
+/// [`boost_starts`].
+fn watch_parent(rd: i32, wake_fd: i32, state_dir: &Path, shared: &Shared) {
+    let restores = &shared.restores;
     // SAFETY: plain syscall.
     let ppid = unsafe { libc::getppid() } as u32;
     let parent = format!("/proc/{ppid}/stat");
@@ -423,7 +549,26 @@ fn watch_parent(rd: i32, state_dir: &Path, restores: &AtomicU64) {
     let mut exiting: Option<u64> = None;
     let ejected = std::cell::Cell::new(false);
     loop {
-        match poll_pipe(rd) {
+        let mut timeout = poll_timeout_ms(
+            monotonic_ms(),
+            shared.last_boost_ms.load(Ordering::SeqCst),
+            stopped,
+            exiting.is_some(),
+        );
+        if timeout == IDLE_POLL_MS {
+            // idle first, then the time again: a boost that starts after
+            // this load sees idle set and wakes us (boost_starts)
+            shared.idle.store(1, Ordering::SeqCst);
+            timeout = poll_timeout_ms(
+                monotonic_ms(),
+                shared.last_boost_ms.load(Ordering::SeqCst),
+                false,
+                false,
+            );
+        }
+        let seen = poll_pipe(rd, wake_fd, timeout);
+        shared.idle.store(0, Ordering::SeqCst);
+        match seen {
             Pipe::Closed => return,
             Pipe::Data => continue,
             Pipe::Quiet => {}
@@ -475,6 +620,54 @@ fn watch_parent(rd: i32, state_dir: &Path, restores: &AtomicU64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn polls_fast_while_boosts_are_recent_or_scx_floor_is_stopped_or_exiting() {
+        let t = 1_000_000;
+        assert_eq!(poll_timeout_ms(t, 0, false, false), IDLE_POLL_MS);
+        assert_eq!(poll_timeout_ms(t, t, false, false), STOP_POLL_MS);
+        assert_eq!(
+            poll_timeout_ms(t + BUSY_LINGER_MS - 1, t, false, false),
+            STOP_POLL_MS
+        );
+        assert_eq!(
+            poll_timeout_ms(t + BUSY_LINGER_MS, t, false, false),
+            IDLE_POLL_MS
+        );
+        assert_eq!(poll_timeout_ms(t, 0, true, false), STOP_POLL_MS);
+        assert_eq!(poll_timeout_ms(t, 0, false, true), STOP_POLL_MS);
+        // a clock read before the boost's own: still busy
+        assert_eq!(poll_timeout_ms(t - 5, t, false, false), STOP_POLL_MS);
+    }
+
+    /// The eventfd's count, read without blocking (0: nothing written).
+    fn take(fd: i32) -> u64 {
+        let mut n = 0u64;
+        // SAFETY: reads 8 bytes into our own u64 (non-blocking eventfd).
+        unsafe { libc::read(fd, &mut n as *mut u64 as *mut libc::c_void, 8) };
+        n
+    }
+
+    #[test]
+    fn a_boost_wakes_an_idle_guardian_once_and_a_busy_one_never() {
+        let sh = Shared {
+            restores: AtomicU64::new(0),
+            last_boost_ms: AtomicU64::new(0),
+            idle: AtomicU32::new(0),
+        };
+        let fd = new_eventfd().unwrap();
+        note_boost(&sh, fd);
+        assert_eq!(take(fd), 0, "a busy guardian was woken");
+        let t = sh.last_boost_ms.load(Ordering::SeqCst);
+        assert!(t > 0 && t <= monotonic_ms());
+        sh.idle.store(1, Ordering::SeqCst);
+        note_boost(&sh, fd);
+        note_boost(&sh, fd);
+        assert_eq!(take(fd), 1, "an idle guardian is woken once");
+        assert_eq!(sh.idle.load(Ordering::SeqCst), 0);
+        // SAFETY: our own fd.
+        unsafe { libc::close(fd) };
+    }
 
     #[test]
     fn ejects_only_scx_floor_while_enabled() {

@@ -64,9 +64,11 @@ struct BoostCounts {
 /// How long a boost posted to the executor may wait to be taken, ns.
 const EXEC_TAKE_TIMEOUT_NS: u64 = 100_000_000;
 
-/// Longest sleep of a server thread, ns. It is woken earlier by the BPF side
-/// (starvation begins, a boosted task blocks) and by the stop eventfd.
-const MAX_SLEEP_NS: u64 = 1_000_000_000;
+/// Longest sleep of a server thread, ns: an idle server's
+/// ([`crate::server::IDLE_RECHECK_NS`]). It is woken earlier by the BPF side
+/// (starvation begins, a boosted task blocks, a CPU hotplug event) and by
+/// the stop eventfd.
+const MAX_SLEEP_NS: u64 = crate::server::IDLE_RECHECK_NS;
 
 /// Whether `tid` may run only on CPUs that a higher class holds now (`hi`:
 /// each online CPU, and whether one holds it).

@@ -23,7 +23,7 @@
 //! allowed CPUs do not span its root domain, a migrate-disabled task
 //! included (EPERM); the watchdog then warns once per planner.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 use log::{info, warn};
 
@@ -37,8 +37,98 @@ use crate::sys::{monotonic_ns, sleep_until};
 /// ahead of it on a CPU runs for microseconds.
 pub const STUCK_NS: u64 = 100_000_000;
 
-/// How often the watchdog looks, ns.
+/// How often the watchdog looks at most, ns: while a planner is awake,
+/// due, or suspected. Otherwise it sleeps until the first planner could be
+/// overdue ([`next_look`]), and a planner woken early by its ring buffer
+/// wakes it sooner ([`Lifeline::awake`]).
 pub const WATCH_EVERY_NS: u64 = 50_000_000;
+
+/// The longest the watchdog sleeps, ns, when no planner is due sooner: an
+/// idle planner's longest sleep ([`crate::server::IDLE_RECHECK_NS`]).
+pub const WATCH_IDLE_NS: u64 = crate::server::IDLE_RECHECK_NS;
+
+/// When the watchdog looks next while it sleeps past
+/// [`WATCH_EVERY_NS`], and the eventfd that wakes it sooner: shared by the
+/// planners' [`Lifeline`]s and [`watch`].
+#[derive(Debug)]
+pub struct WatchClock {
+    /// CLOCK_MONOTONIC ns of the next look; 0 while the watchdog looks
+    /// every [`WATCH_EVERY_NS`] (nothing to wake)
+    at: AtomicU64,
+    /// an eventfd (non-blocking), or -1 before [`WatchClock::open`]
+    fd: AtomicI32,
+    /// how late counts as stuck, ns (the watchdog's `stuck_ns`)
+    stuck_ns: AtomicU64,
+}
+
+impl WatchClock {
+    /// A clock with no eventfd yet: nothing wakes through it.
+    pub const fn new() -> Self {
+        WatchClock {
+            at: AtomicU64::new(0),
+            fd: AtomicI32::new(-1),
+            stuck_ns: AtomicU64::new(STUCK_NS),
+        }
+    }
+
+    /// Makes its eventfd (once; kept for the process's life, so that a
+    /// planner's late poke never writes to a reused number). Errors:
+    /// `eventfd(2)`'s.
+    pub fn open(&self) -> std::io::Result<()> {
+        if self.fd.load(Ordering::Acquire) >= 0 {
+            return Ok(());
+        }
+        // SAFETY: plain syscall.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if self
+            .fd
+            .compare_exchange(-1, fd, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: our own fd, never published.
+            unsafe { libc::close(fd) };
+        }
+        Ok(())
+    }
+
+    /// Wakes the watchdog if it sleeps past the time a planner that woke
+    /// at `beat_ns` could be overdue. At most one `write(2)`, no
+    /// allocation.
+    fn poke(&self, beat_ns: u64) {
+        let at = self.at.load(Ordering::SeqCst);
+        if at == 0 || beat_ns.saturating_add(self.stuck_ns.load(Ordering::Relaxed)) >= at {
+            return;
+        }
+        let fd = self.fd.load(Ordering::Acquire);
+        if self.at.swap(0, Ordering::SeqCst) != 0 && fd >= 0 {
+            let one = 1u64;
+            // SAFETY: writes 8 bytes of our own to an eventfd.
+            unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+        }
+    }
+
+    /// Empties the eventfd after a wake-up.
+    fn drain(&self) {
+        let fd = self.fd.load(Ordering::Acquire);
+        if fd >= 0 {
+            let mut n = 0u64;
+            // SAFETY: reads 8 bytes into our own u64 (non-blocking eventfd).
+            unsafe { libc::read(fd, &mut n as *mut u64 as *mut libc::c_void, 8) };
+        }
+    }
+}
+
+impl Default for WatchClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The process's watchdog clock, which the planners' lifelines poke.
+pub static CLOCK: WatchClock = WatchClock::new();
 
 /// The SCHED_DEADLINE runtime a stuck planner is given, ns: room for the
 /// longest step under TCG (6 ms measured) and its way to the next sleep.
@@ -99,11 +189,21 @@ impl Lifeline {
         rescued
     }
 
-    /// Called by the planner when it wakes.
+    /// Called by the planner when it wakes: wakes the watchdog if it
+    /// sleeps past the time this planner could be overdue ([`CLOCK`]).
     pub fn awake(&self) {
-        // beat first: a watchdog that sees `due_ns` 0 sees this beat
-        self.beat_ns.store(monotonic_ns(), Ordering::Release);
-        self.due_ns.store(0, Ordering::Release);
+        self.awake_on(&CLOCK);
+    }
+
+    /// [`Lifeline::awake`] with watchdog clock `clock`.
+    fn awake_on(&self, clock: &WatchClock) {
+        let now = monotonic_ns();
+        // beat first: a watchdog that sees `due_ns` 0 sees this beat.
+        // SeqCst, with the watchdog's store of its clock and load of these:
+        // one of the two sees the other's write.
+        self.beat_ns.store(now, Ordering::SeqCst);
+        self.due_ns.store(0, Ordering::SeqCst);
+        clock.poke(now);
     }
 
     /// Called when the planner thread ends: the watchdog looks no more.
@@ -125,6 +225,38 @@ impl Drop for EndOnDrop<'_> {
     fn drop(&mut self) {
         self.0.end();
     }
+}
+
+/// The earliest time (ns) at which one of `planners` could be overdue by
+/// `stuck_ns`, seen at `now`: an awake planner from its last beat, an
+/// asleep one from its due time; one asleep until woken or ended gives
+/// none. Then no sooner than `now + WATCH_EVERY_NS`, no later than
+/// `now + WATCH_IDLE_NS`, and `now + WATCH_EVERY_NS` while `suspects`
+/// holds one (its second look) or a planner runs rescued (it may be stuck
+/// again at its next due time, and its rescue is rare).
+pub fn next_look(planners: &[(usize, &Lifeline)], suspects: bool, stuck_ns: u64, now: u64) -> u64 {
+    let soonest = if suspects {
+        0
+    } else {
+        planners
+            .iter()
+            .filter(|(_, l)| !l.ended())
+            .filter_map(|(_, l)| {
+                if l.rescued.load(Ordering::Acquire) {
+                    return Some(0);
+                }
+                let due = l.due_ns.load(Ordering::SeqCst);
+                let since = match due {
+                    0 => l.beat_ns.load(Ordering::SeqCst),
+                    u64::MAX => return None,
+                    d => d,
+                };
+                Some(since.saturating_add(stuck_ns))
+            })
+            .min()
+            .unwrap_or(u64::MAX)
+    };
+    soonest.clamp(now + WATCH_EVERY_NS, now + WATCH_IDLE_NS)
 }
 
 /// What the watchdog remembers of a planner it suspects.
@@ -198,6 +330,25 @@ pub fn watch(
     stop: &AtomicBool,
     stop_fd: i32,
 ) -> u64 {
+    watch_on(&CLOCK, planners, stuck_ns, stop, stop_fd)
+}
+
+/// [`watch`] with watchdog clock `clock` (its eventfd made here).
+fn watch_on(
+    clock: &WatchClock,
+    planners: &[(usize, &Lifeline)],
+    stuck_ns: u64,
+    stop: &AtomicBool,
+    stop_fd: i32,
+) -> u64 {
+    if let Err(e) = clock.open() {
+        warn!(
+            "planner watchdog: no eventfd ({e}): it looks every {} ms",
+            WATCH_EVERY_NS / 1_000_000
+        );
+    }
+    let stuck = stuck_ns.max(STUCK_NS);
+    clock.stuck_ns.store(stuck, Ordering::Relaxed);
     let mut suspects = vec![Suspect::default(); planners.len()];
     let mut rescues = 0;
     let mut next = monotonic_ns() + WATCH_EVERY_NS;
@@ -207,22 +358,35 @@ pub fn watch(
         if stopping && planners.iter().all(|(_, l)| l.ended()) {
             break;
         }
+        if clock.fd.load(Ordering::Acquire) < 0 {
+            next = next.min(monotonic_ns() + WATCH_EVERY_NS);
+        } else if next > monotonic_ns() + WATCH_EVERY_NS {
+            // the clock first, then the planners again: a planner that
+            // wakes after this look sees the clock and pokes
+            clock.at.store(next, Ordering::SeqCst);
+            let again = next_look(planners, false, stuck, monotonic_ns());
+            next = next.min(again);
+        }
         // the stop eventfd stays readable once fired: not polled after
         let fds = if stopping {
-            [-1, -1]
+            [-1, clock.fd.load(Ordering::Acquire)]
         } else {
-            [stop_fd, stop_fd]
+            [stop_fd, clock.fd.load(Ordering::Acquire)]
         };
         sleep_until(next, &fds);
-        if monotonic_ns() < next {
+        clock.at.store(0, Ordering::SeqCst);
+        clock.drain();
+        let now = monotonic_ns();
+        if stop.load(Ordering::Relaxed) != stopping {
             continue; // the stop fired
         }
-        next = monotonic_ns() + WATCH_EVERY_NS;
         for (i, (cpu, life)) in planners.iter().enumerate() {
             if look_at(*cpu, life, stuck_ns, &mut suspects[i]) {
                 rescues += 1;
             }
         }
+        let suspected = suspects.iter().any(|s| s.cpu_ns.is_some());
+        next = next_look(planners, suspected, stuck, now);
     }
     crate::rtalloc::serving(false);
     if rescues > 0 {
@@ -383,6 +547,63 @@ mod tests {
             None
         );
         assert!(overdue(0, 1000 * MS, 1700 * MS, stuck_after(600 * MS)).is_some());
+    }
+
+    #[test]
+    fn the_watchdog_sleeps_until_a_planner_could_be_overdue() {
+        let (a, b) = (Lifeline::default(), Lifeline::default());
+        a.start();
+        b.start();
+        let now = monotonic_ns();
+        let ps = [(0, &a), (1, &b)];
+        // both awake since just before now: a look when they could be
+        // overdue
+        let t = next_look(&ps, false, STUCK_NS, now);
+        assert!(t <= now + STUCK_NS && t > now + WATCH_EVERY_NS, "{t} {now}");
+        a.asleep(now + 500 * MS);
+        b.asleep(now + 300 * MS);
+        assert_eq!(next_look(&ps, false, STUCK_NS, now), now + 400 * MS);
+        // a suspect is looked at again soon
+        assert_eq!(next_look(&ps, true, STUCK_NS, now), now + WATCH_EVERY_NS);
+        // asleep until woken: only the cap
+        a.asleep(u64::MAX);
+        b.asleep(u64::MAX);
+        assert_eq!(next_look(&ps, false, STUCK_NS, now), now + WATCH_IDLE_NS);
+        b.end();
+        a.asleep(now + 5_000 * MS);
+        assert_eq!(next_look(&ps, false, STUCK_NS, now), now + WATCH_IDLE_NS);
+    }
+
+    /// The eventfd's count, read without blocking (0: nothing written).
+    fn take(c: &WatchClock) -> u64 {
+        let mut n = 0u64;
+        let fd = c.fd.load(Ordering::Acquire);
+        // SAFETY: reads 8 bytes into our own u64 (non-blocking eventfd).
+        unsafe { libc::read(fd, &mut n as *mut u64 as *mut libc::c_void, 8) };
+        n
+    }
+
+    #[test]
+    fn a_planner_woken_early_wakes_a_sleeping_watchdog() {
+        let clock = WatchClock::new();
+        clock.open().unwrap();
+        let life = Lifeline::default();
+        life.start();
+        // the watchdog looks every WATCH_EVERY_NS: nothing to wake
+        life.awake_on(&clock);
+        assert_eq!(take(&clock), 0);
+        // it sleeps past this planner's stuck time: woken, once
+        clock.at.store(monotonic_ns() + 900 * MS, Ordering::SeqCst);
+        life.awake_on(&clock);
+        life.awake_on(&clock);
+        assert_eq!(take(&clock), 1);
+        assert_eq!(clock.at.load(Ordering::SeqCst), 0);
+        // it looks before this planner could be overdue: not woken
+        clock
+            .at
+            .store(monotonic_ns() + STUCK_NS / 2, Ordering::SeqCst);
+        life.awake_on(&clock);
+        assert_eq!(take(&clock), 0);
     }
 
     #[test]

@@ -99,9 +99,12 @@ impl ServerConfig {
     }
 }
 
-/// How often an idle server looks for starvation by itself, ns (the BPF side
-/// normally wakes it first).
-pub const IDLE_RECHECK_NS: u64 = 1_000_000_000;
+/// How often an idle server looks for starvation by itself, ns: a safety
+/// net only. The BPF side wakes it when starvation begins (it arms that
+/// kick at every step, and the planner looks again at once for one that
+/// began before the kick was armed). Each look is a wake-up of a real-time
+/// thread, which an idle machine should not pay for every second.
+pub const IDLE_RECHECK_NS: u64 = 5_000_000_000;
 
 /// A share is used up when less than this is left of it, ns. Run time is
 /// measured as the kernel charges it (IRQ time excluded), the server's
