@@ -96,14 +96,16 @@ impl WatchClock {
 
     /// Wakes the watchdog if it sleeps past the time a planner that woke
     /// at `beat_ns` could be overdue. At most one `write(2)`, no
-    /// allocation.
+    /// allocation. Every such wake-up writes, until the watchdog clears
+    /// `at`: a planner preempted between a claim and its write would
+    /// otherwise leave the others believing the watchdog woken.
     fn poke(&self, beat_ns: u64) {
         let at = self.at.load(Ordering::SeqCst);
         if at == 0 || beat_ns.saturating_add(self.stuck_ns.load(Ordering::Relaxed)) >= at {
             return;
         }
         let fd = self.fd.load(Ordering::Acquire);
-        if self.at.swap(0, Ordering::SeqCst) != 0 && fd >= 0 {
+        if fd >= 0 {
             let one = 1u64;
             // SAFETY: writes 8 bytes of our own to an eventfd.
             unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
@@ -138,8 +140,9 @@ pub const RESCUE_RUNTIME_NS: u64 = 10_000_000;
 /// CPU at most, for the one step it is held.
 pub const RESCUE_PERIOD_NS: u64 = 100_000_000;
 
-// A rescue holds at most a tenth of a CPU; a planner is looked at twice
-// or more before it counts as stuck.
+// A rescue holds at most a tenth of a CPU; a planner suspected at one look
+// is rescued at the next, [`WATCH_EVERY_NS`] later, only if it has not run
+// since.
 const _: () = assert!(RESCUE_RUNTIME_NS * 10 <= RESCUE_PERIOD_NS);
 const _: () = assert!(STUCK_NS >= 2 * WATCH_EVERY_NS);
 
@@ -314,7 +317,8 @@ fn rescue_attr() -> SchedAttr {
     attr::deadline_attr(RESCUE_RUNTIME_NS, RESCUE_PERIOD_NS)
 }
 
-/// The watchdog's loop: every [`WATCH_EVERY_NS`] it looks at each planner
+/// The watchdog's loop: when [`next_look`] says (every [`WATCH_EVERY_NS`]
+/// at most) it looks at each planner
 /// (`(cpu, lifeline)`), and makes one that is overdue by [`STUCK_NS`],
 /// runnable, and has not run since the look before SCHED_DEADLINE until
 /// its next sleep. After `stop` (or `stop_fd`) it goes on until every
@@ -358,7 +362,9 @@ fn watch_on(
         if stopping && planners.iter().all(|(_, l)| l.ended()) {
             break;
         }
-        if clock.fd.load(Ordering::Acquire) < 0 {
+        if stopping || clock.fd.load(Ordering::Acquire) < 0 {
+            // while stopping, every look soon: the exit joins this thread,
+            // and a planner's end pokes no one
             next = next.min(monotonic_ns() + WATCH_EVERY_NS);
         } else if next > monotonic_ns() + WATCH_EVERY_NS {
             // the clock first, then the planners again: a planner that
@@ -592,12 +598,15 @@ mod tests {
         // the watchdog looks every WATCH_EVERY_NS: nothing to wake
         life.awake_on(&clock);
         assert_eq!(take(&clock), 0);
-        // it sleeps past this planner's stuck time: woken, once
+        // it sleeps past this planner's stuck time: each such wake-up
+        // writes until the watchdog clears its clock
         clock.at.store(monotonic_ns() + 900 * MS, Ordering::SeqCst);
         life.awake_on(&clock);
         life.awake_on(&clock);
-        assert_eq!(take(&clock), 1);
-        assert_eq!(clock.at.load(Ordering::SeqCst), 0);
+        assert_eq!(take(&clock), 2);
+        clock.at.store(0, Ordering::SeqCst);
+        life.awake_on(&clock);
+        assert_eq!(take(&clock), 0);
         // it looks before this planner could be overdue: not woken
         clock
             .at
