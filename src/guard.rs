@@ -144,15 +144,12 @@ fn note_boost(sh: &Shared, fd: i32) {
     }
 }
 
-/// Adds 1 to eventfd `fd` (errors ignored: a guardian gone needs no
-/// wake-up).
+/// Wakes the guardian through eventfd `fd` (-1: none yet; errors ignored:
+/// a guardian gone needs no wake-up).
 fn wake(fd: i32) {
-    if fd < 0 {
-        return;
+    if fd >= 0 {
+        crate::sys::eventfd_add(fd);
     }
-    let one = 1u64;
-    // SAFETY: writes 8 bytes of our own to an eventfd.
-    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
 }
 
 /// The fields of a /proc/PID/stat text from field 3 (the state) on: field
@@ -349,16 +346,6 @@ fn shared_page() -> Result<&'static Shared> {
     Ok(unsafe { &*(p as *const Shared) })
 }
 
-/// An eventfd, non-blocking and close-on-exec. Errors: `eventfd(2)`'s.
-fn new_eventfd() -> Result<i32> {
-    // SAFETY: plain syscall.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    if fd < 0 {
-        bail!("eventfd: {}", std::io::Error::last_os_error());
-    }
-    Ok(fd)
-}
-
 /// Forks the guardian. Keep the returned [`Guardian`] for as long as anything
 /// may need restoring: dropping it closes the pipe, which tells the guardian
 /// to replay the journals and exit. The guardian inherits the state
@@ -370,7 +357,7 @@ fn new_eventfd() -> Result<i32> {
 /// Errors: `pipe2` or `fork` failing.
 pub fn spawn(state_dir: &Path) -> Result<Guardian> {
     let shared = shared_page()?;
-    let wake_fd = new_eventfd()?;
+    let wake_fd = crate::sys::eventfd_new().map_err(|e| anyhow::anyhow!("eventfd: {e}"))?;
     SHARED.store(shared as *const Shared as *mut Shared, Ordering::Release);
     WAKE_FD.store(wake_fd, Ordering::Release);
     let restores = &shared.restores;
@@ -493,9 +480,7 @@ fn poll_pipe(rd: i32, wake_fd: i32, timeout_ms: i32) -> Pipe {
         return Pipe::Quiet;
     }
     if pfd[1].revents != 0 {
-        let mut n = 0u64;
-        // SAFETY: reads 8 bytes into our own u64 (non-blocking eventfd).
-        unsafe { libc::read(wake_fd, &mut n as *mut u64 as *mut libc::c_void, 8) };
+        crate::sys::eventfd_take(wake_fd);
     }
     if pfd[0].revents == 0 {
         return Pipe::Quiet;
@@ -643,14 +628,6 @@ mod tests {
         assert_eq!(poll_timeout_ms(t - 5, t, false, false), STOP_POLL_MS);
     }
 
-    /// The eventfd's count, read without blocking (0: nothing written).
-    fn take(fd: i32) -> u64 {
-        let mut n = 0u64;
-        // SAFETY: reads 8 bytes into our own u64 (non-blocking eventfd).
-        unsafe { libc::read(fd, &mut n as *mut u64 as *mut libc::c_void, 8) };
-        n
-    }
-
     #[test]
     fn a_boost_wakes_an_idle_guardian_and_a_busy_one_never() {
         let sh = Shared {
@@ -658,7 +635,8 @@ mod tests {
             last_boost_ms: AtomicU64::new(0),
             idle: AtomicU32::new(0),
         };
-        let fd = new_eventfd().unwrap();
+        let fd = crate::sys::eventfd_new().unwrap();
+        let take = crate::sys::eventfd_take;
         note_boost(&sh, fd);
         assert_eq!(take(fd), 0, "a busy guardian was woken");
         let t = sh.last_boost_ms.load(Ordering::SeqCst);

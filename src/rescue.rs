@@ -78,11 +78,7 @@ impl WatchClock {
         if self.fd.load(Ordering::Acquire) >= 0 {
             return Ok(());
         }
-        // SAFETY: plain syscall.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        let fd = crate::sys::eventfd_new()?;
         if self
             .fd
             .compare_exchange(-1, fd, Ordering::AcqRel, Ordering::Acquire)
@@ -106,9 +102,7 @@ impl WatchClock {
         }
         let fd = self.fd.load(Ordering::Acquire);
         if fd >= 0 {
-            let one = 1u64;
-            // SAFETY: writes 8 bytes of our own to an eventfd.
-            unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+            crate::sys::eventfd_add(fd);
         }
     }
 
@@ -116,9 +110,7 @@ impl WatchClock {
     fn drain(&self) {
         let fd = self.fd.load(Ordering::Acquire);
         if fd >= 0 {
-            let mut n = 0u64;
-            // SAFETY: reads 8 bytes into our own u64 (non-blocking eventfd).
-            unsafe { libc::read(fd, &mut n as *mut u64 as *mut libc::c_void, 8) };
+            crate::sys::eventfd_take(fd);
         }
     }
 }
@@ -582,11 +574,7 @@ mod tests {
 
     /// The eventfd's count, read without blocking (0: nothing written).
     fn take(c: &WatchClock) -> u64 {
-        let mut n = 0u64;
-        let fd = c.fd.load(Ordering::Acquire);
-        // SAFETY: reads 8 bytes into our own u64 (non-blocking eventfd).
-        unsafe { libc::read(fd, &mut n as *mut u64 as *mut libc::c_void, 8) };
-        n
+        crate::sys::eventfd_take(c.fd.load(Ordering::Acquire))
     }
 
     #[test]

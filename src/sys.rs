@@ -139,22 +139,43 @@ pub fn sleep_until(t_ns: u64, fds: &[i32; 2]) -> bool {
     n > 0 && pfd[0].revents != 0
 }
 
+/// A new eventfd, non-blocking and close-on-exec. Errors: `eventfd(2)`'s.
+pub fn eventfd_new() -> std::io::Result<i32> {
+    // SAFETY: plain syscall.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Adds 1 to eventfd `fd` (errors ignored: nothing to do about one).
+/// One `write(2)`, no allocation.
+pub fn eventfd_add(fd: i32) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes of our own to an eventfd.
+    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+}
+
+/// Reads and resets the count of non-blocking eventfd `fd` (0: nothing
+/// written since the last read).
+pub fn eventfd_take(fd: i32) -> u64 {
+    let mut n = 0u64;
+    // SAFETY: reads 8 bytes into our own u64.
+    unsafe { libc::read(fd, &mut n as *mut u64 as *mut libc::c_void, 8) };
+    n
+}
+
 /// An eventfd that tells the server threads to stop.
 pub struct StopFd(pub i32);
 
 impl StopFd {
     pub fn new() -> Result<Self> {
-        // SAFETY: plain syscall.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            anyhow::bail!("eventfd: {}", std::io::Error::last_os_error());
-        }
+        let fd = eventfd_new().map_err(|e| anyhow::anyhow!("eventfd: {e}"))?;
         Ok(StopFd(fd))
     }
     pub fn fire(&self) {
-        let one: u64 = 1;
-        // SAFETY: writing 8 bytes to our eventfd.
-        unsafe { libc::write(self.0, &one as *const u64 as *const libc::c_void, 8) };
+        eventfd_add(self.0);
     }
 }
 
