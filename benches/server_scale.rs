@@ -87,6 +87,7 @@ impl Cpu {
             boosted_runtime_ns: self.boosted,
             boost_since_ns: 0,
             starved_since_ns: 1,
+            starved_ns: 0,
         }
     }
 

@@ -277,6 +277,7 @@ impl BpfView {
                 boosted_runtime_ns: rd(&s.boosted_runtime_ns),
                 boost_since_ns: rd(&s.boost_since_ns),
                 starved_since_ns: rd(&s.starved_since_ns),
+                starved_ns: rd(&s.starved_ns),
             },
             rd(&s.hi_running) != 0,
             HiTask {

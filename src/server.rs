@@ -224,6 +224,8 @@ pub struct Sample {
     pub boost_since_ns: u64,
     /// start of the CPU's open starvation interval, or 0
     pub starved_since_ns: u64,
+    /// time normal tasks starved on the CPU, closed intervals
+    pub starved_ns: u64,
 }
 
 impl Sample {
@@ -241,6 +243,15 @@ impl Sample {
     /// Boosted run time including the run in progress.
     pub fn boosted(&self) -> u64 {
         self.boosted_runtime_ns + self.open_boost()
+    }
+    /// Starved time including the open interval, ns.
+    pub fn starved(&self) -> u64 {
+        let open = if self.starved_since_ns != 0 {
+            self.now_ns.saturating_sub(self.starved_since_ns)
+        } else {
+            0
+        };
+        self.starved_ns + open
     }
 }
 
@@ -411,6 +422,8 @@ pub struct ServerStats {
     pub last_period_delivered_ns: u64,
     /// boosted run time in the last complete period, ns
     pub last_period_boosted_ns: u64,
+    /// time normal tasks starved on the CPU in the last complete period, ns
+    pub last_period_starved_ns: u64,
     /// the most boosted run time in one period, ns, over the periods
     /// closed one at a time (a late step that closes several cannot tell
     /// them apart): the runtime plus what its boosts ran past their ends
@@ -445,6 +458,7 @@ pub struct CpuServer {
     period_start_ns: u64,
     delivered_base_ns: u64,
     boosted_base_ns: u64,
+    starved_base_ns: u64,
     active: Vec<ActiveBoost>,
     /// tasks that used their whole share this period: not boosted again in
     /// it while others starve
@@ -509,6 +523,7 @@ impl CpuServer {
             period_start_ns: s.now_ns,
             delivered_base_ns: s.delivered(),
             boosted_base_ns: s.boosted(),
+            starved_base_ns: s.starved(),
             // made with their room now: a step never grows them for the
             // tasks of one ordinary period (docs/design.md, "One malloc
             // arena")
@@ -538,6 +553,7 @@ impl CpuServer {
         self.period_start_ns = s.now_ns;
         self.delivered_base_ns = s.delivered();
         self.boosted_base_ns = s.boosted();
+        self.starved_base_ns = s.starved();
         self.active.clear();
         self.exhausted.clear();
         self.period_runtime.clear();
@@ -574,10 +590,30 @@ impl CpuServer {
     }
 
     /// Whether the server wants to be woken when starvation begins: it is
-    /// idle, or normal tasks got the whole runtime in this period by
-    /// themselves (see the restart rule; a server in debt does not).
+    /// idle; or nothing is boosted and a starvation beginning now would
+    /// change what it does: normal tasks got the whole runtime in this
+    /// period by themselves (see the restart rule; a server in debt does
+    /// not), or the period has reached its activation point with at least
+    /// [`MIN_BOOST_NS`] owed (it would boost at once). Between those points
+    /// a starvation changes nothing before the step already planned, and a
+    /// wake-up for each (an RT task that runs every millisecond) would cost
+    /// the CPU more than it serves.
     pub fn wants_starve_kick(&self, s: &Sample) -> bool {
-        !self.started || (self.active.is_empty() && self.got_runtime(s))
+        !self.started
+            || (self.active.is_empty() && (self.got_runtime(s) || self.would_boost_now(s)))
+    }
+
+    /// Whether a starving task would be boosted at this sample: at least
+    /// [`MIN_BOOST_NS`] owed, and the period served from its start
+    /// (`running`) or past its zero-laxity activation point.
+    fn would_boost_now(&self, s: &Sample) -> bool {
+        let owed = self.owed_ns(s);
+        owed >= MIN_BOOST_NS
+            && (self.running
+                || s.now_ns
+                    >= self
+                        .period_end_ns()
+                        .saturating_sub(owed + self.cfg.margin_ns))
     }
 
     /// The boosts in progress.
@@ -628,6 +664,7 @@ impl CpuServer {
         self.period_start_ns = start_ns;
         self.delivered_base_ns = s.delivered();
         self.boosted_base_ns = s.boosted();
+        self.starved_base_ns = s.starved();
         self.boosts_in_period = 0;
         self.taking_turns = false;
         self.exhausted.clear();
@@ -824,7 +861,7 @@ impl CpuServer {
         }
         self.ws_buf = ws;
         self.end_done(now, done, &done_extra, &mut keep, &mut out);
-        self.schedule(now, end, slot_wait, keep, &mut out);
+        self.schedule(now, end, slot_wait, s.starved_since_ns != 0, keep, &mut out);
         out
     }
 
@@ -861,8 +898,14 @@ impl CpuServer {
 
     /// The period edge: everything boosted gives its policy back, the debt
     /// is settled and the runtime replenished (a late step closes several
-    /// periods at once). True when the server stops: normal tasks got their
-    /// budget on their own and nothing starves (debts forgiven).
+    /// periods at once). True when the server stops (debts forgiven):
+    /// nothing starves now and, in the period that ended, normal tasks got
+    /// their budget on their own or never starved. Without the second, a
+    /// server that one short RT run started on a mostly idle CPU (where
+    /// normal tasks never use the runtime) would step through every period
+    /// from then on. The kernel's dl_server likewise stops once it finds
+    /// the fair class with nothing to run (deadline.c, dl_server_stopped(),
+    /// 6.17+).
     fn replenish(
         &mut self,
         s: &Sample,
@@ -881,7 +924,8 @@ impl CpuServer {
         self.open_period(self.period_start_ns + n * self.cfg.period_ns, s);
         if out.actions.is_empty()
             && s.starved_since_ns == 0
-            && self.stats.last_period_delivered_ns >= self.cfg.runtime_ns
+            && (self.stats.last_period_delivered_ns >= self.cfg.runtime_ns
+                || self.stats.last_period_starved_ns == 0)
         {
             self.started = false;
             self.running = false;
@@ -902,6 +946,7 @@ impl CpuServer {
     fn close_periods(&mut self, s: &Sample, n: u64) {
         self.stats.last_period_delivered_ns = s.delivered().saturating_sub(self.delivered_base_ns);
         self.stats.last_period_boosted_ns = s.boosted().saturating_sub(self.boosted_base_ns);
+        self.stats.last_period_starved_ns = s.starved().saturating_sub(self.starved_base_ns);
         if n == 1 {
             self.stats.max_period_boosted_ns = self
                 .stats
@@ -1230,17 +1275,31 @@ impl CpuServer {
 
     /// Sets when the server must be stepped next and gives each new boost
     /// its budget; `keep` becomes the boosts in progress.
-    fn schedule(&mut self, now: u64, end: u64, slot_wait: bool, keep: KeptList, out: &mut Step) {
+    fn schedule(
+        &mut self,
+        now: u64,
+        end: u64,
+        slot_wait: bool,
+        starvation_open: bool,
+        keep: KeptList,
+        out: &mut Step,
+    ) {
         let retry = if slot_wait {
             now + SLOT_RETRY_NS
         } else {
             u64::MAX
         };
         if keep.is_empty() {
-            // Nothing starving now; look again soon (a hog may start).
-            out.next_ns = (now + self.cfg.margin_ns.max(1_000_000))
-                .min(end)
-                .min(retry);
+            // Nothing boosted. With no starvation open, the BPF side's kick
+            // (wants_starve_kick) wakes the server when one begins. One open
+            // without a waiter to boost (its tasks may run elsewhere, or
+            // restores hold their slots): look again soon.
+            out.next_ns = if starvation_open {
+                (now + self.cfg.margin_ns.max(1_000_000)).min(end)
+            } else {
+                end
+            }
+            .min(retry);
             return;
         }
         // The earliest any of them can use up its share, never sooner than
@@ -1310,6 +1369,7 @@ mod tests {
             boosted_runtime_ns: boosted_ms * MS,
             boost_since_ns: 0,
             starved_since_ns: 0,
+            starved_ns: 0,
         }
     }
 
@@ -1754,7 +1814,7 @@ mod tests {
         s.step(&at(948, 0, 0), |p| t.get(p), || vec![w(7, 100)]);
         // the activation's period runs 948..1948 ms
         t.run(7, 40 * MS); // preempted by a higher RT task: only 40 of 50 used
-        let st = s.step(&at(1948, 40, 40), |p| t.get(p), Vec::new);
+        let st = s.step(&starving(1948, 40, 40), |p| t.get(p), Vec::new);
         assert_eq!(restores(&st), vec![(7, RestoreWhy::PeriodEnd)]);
         assert_eq!(s.stats.periods, 1);
         assert_eq!(s.stats.last_period_delivered_ns, 40 * MS);
@@ -1848,13 +1908,71 @@ mod tests {
         t.run(7, 2 * MS);
         t.block(7);
         s.step(&at(972, 4, 4), |p| t.get(p), Vec::new);
-        s.step(&at(1948, 4, 4), |p| t.get(p), Vec::new);
+        s.step(&starving(1948, 4, 4), |p| t.get(p), Vec::new);
         // the next period, 10 ms in: at once too, with the whole runtime
         // (deferred, it would wait until 2896 ms: the kernel's
         // dl_defer_running state, not a new zero-laxity wait)
         t.0.borrow_mut().insert(7, (0, true));
         let st = s.step(&at(1958, 4, 4), |p| t.get(p), || vec![w(7, 100)]);
         assert_eq!(boosts(&st), vec![(7, 50 * MS)]);
+    }
+
+    #[test]
+    fn a_short_starvation_on_an_idle_cpu_costs_two_periods_of_steps() {
+        // a 1 ms RT run at 100 ms starts the server on a CPU whose normal
+        // tasks use 2 ms per period: they never get the runtime by
+        // themselves, and nothing starves after that run
+        let t = Tasks::new(&[]);
+        let mut s = CpuServer::idle(cfg(50), &at(0, 0, 0));
+        let open = Sample {
+            starved_since_ns: 100 * MS,
+            ..at(100, 0, 0)
+        };
+        let st = s.step(&open, |p| t.get(p), Vec::new);
+        assert!(s.started());
+        assert_eq!(s.period_end_ns(), 1100 * MS);
+        // owed 50 ms: activation at 1100 - 50 - 2 = 1048 ms
+        assert_eq!(st.next_ns, 1048 * MS);
+        let quiet = |now_ms: u64, normal_ms: u64| Sample {
+            starved_ns: MS,
+            ..at(now_ms, normal_ms, 0)
+        };
+        // a starvation before the activation changes nothing planned
+        assert!(!s.wants_starve_kick(&quiet(101, 0)));
+        // at the activation nobody starves: no polling until the period's
+        // end, the BPF side's kick wakes the server if a hog comes
+        let st = s.step(&quiet(1049, 1), |p| t.get(p), Vec::new);
+        assert!(st.actions.is_empty());
+        assert_eq!(st.next_ns, 1100 * MS);
+        assert!(s.wants_starve_kick(&quiet(1049, 1)));
+        // the period that ended had that starvation: serving goes on
+        let st = s.step(&quiet(1100, 2), |p| t.get(p), Vec::new);
+        assert!(s.started());
+        assert_eq!(s.stats.last_period_starved_ns, MS);
+        assert_eq!(st.next_ns, 2048 * MS);
+        let st = s.step(&quiet(2050, 3), |p| t.get(p), Vec::new);
+        assert_eq!(st.next_ns, 2100 * MS);
+        // a period without any starvation: stopped, though its normal tasks
+        // got 2 ms of the 50
+        let st = s.step(&quiet(2100, 4), |p| t.get(p), Vec::new);
+        assert!(!s.started());
+        assert_eq!(s.stats.last_period_delivered_ns, 2 * MS);
+        assert_eq!(st.next_ns, 2100 * MS + IDLE_RECHECK_NS);
+    }
+
+    #[test]
+    fn a_starvation_without_waiters_past_the_activation_is_looked_at_again() {
+        // starving tasks that can run on another CPU are not waiters here:
+        // with the starvation still open, the server looks again after the
+        // margin (a kick comes only when a starvation opens)
+        let t = Tasks::new(&[]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        let st = s.step(&starving(960, 0, 0), |p| t.get(p), Vec::new);
+        assert!(st.actions.is_empty());
+        assert_eq!(st.next_ns, 962 * MS);
+        // the same moment with no starvation open: until the period's end
+        let st = s.step(&at(960, 0, 0), |p| t.get(p), Vec::new);
+        assert_eq!(st.next_ns, 1000 * MS);
     }
 
     #[test]
@@ -1944,6 +2062,7 @@ mod tests {
                 boosted_runtime_ns: boosted_total,
                 boost_since_ns: 0,
                 starved_since_ns: 1,
+                starved_ns: 0,
             };
             let st = s.step(&smp, |p| t.get(p), ws);
             for a in &st.actions {
