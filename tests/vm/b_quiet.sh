@@ -3,7 +3,13 @@
 # holds, none of scx_floor's threads (nor its guardian) runs at all, and on
 # the housekeeping CPU they run a few times a second. Counted with the
 # sched_switch tracepoint (every switch to one of their threads, per CPU)
-# over a 10 s window, default flags, nothing but the test itself running.
+# over a 10 s window, nothing but the test itself running after a short
+# SCHED_FIFO run on CPU 0 at the window's start. A normal task waits behind
+# that run, which starts CPU 0's server: it must stop again after a period
+# in which nothing starved, though CPU 0's normal tasks never use the
+# server's runtime. (The runtime is 400 ms per 1 s period here, for that: the
+# emulator's own normal work on an idle CPU 0, forks and the test's shell,
+# comes to 50-80 ms/s, above the default 50 ms.)
 # Then the same count while a pinned normal task starves under an RR 25 hog
 # on the nohz_full CPU: scx_floor's threads do run there then (the SCHED_FIFO
 # boosts), which shows that the count sees them when they run. Needs a boot
@@ -27,7 +33,8 @@ restore_trace() {
 }
 trap restore_trace EXIT
 
-# switches_in SECS: traces SECS s of sched_switch on every CPU and prints,
+# switches_in SECS [CMD]: traces SECS s of sched_switch on every CPU (CMD,
+# if given, runs at the window's start, inside it) and prints,
 # per CPU, how many switches were to a thread of scx_floor or its guardian,
 # as "CPU COUNT" lines (CPUs 0 and 1 always), then the count per thread
 # name and CPU on stderr.
@@ -37,7 +44,9 @@ switches_in() {
 	echo 4096 >$T/buffer_size_kb
 	echo 1 >$T/events/sched/sched_switch/enable
 	echo 1 >$T/tracing_on
-	sleep "$1"
+	local t0=$SECONDS
+	[ -z "${2:-}" ] || "$2"
+	sleep $(($1 - (SECONDS - t0)))
 	echo 0 >$T/tracing_on
 	echo 0 >$T/events/sched/sched_switch/enable
 	awk '/sched_switch:/ {
@@ -55,9 +64,18 @@ switches_in() {
 	return 0
 }
 
-start_floor
+# brief_starvation: a SCHED_FIFO 10 task on CPU 0 counts to 3000 (about
+# 0.4 s under TCG); a normal task there wakes from a 50 ms sleep meanwhile
+# and waits for it. Little normal work follows on CPU 0.
+brief_starvation() {
+	taskset -c 0 sleep 0.05 &
+	taskset -c 0 chrt -f 10 sh -c 'i=0; while [ $i -lt 3000 ]; do i=$((i + 1)); done'
+	wait $!
+}
+
+start_floor --server-runtime-us 400000
 sleep 3 # past the start's own work
-idle=$(switches_in 10)
+idle=$(switches_in 10 brief_starvation)
 cpu0=$(awk '$1 == 0 { print $2 }' <<<"$idle") cpu1=$(awk '$1 == 1 { print $2 }' <<<"$idle")
 n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 wait_spinning 10 "$n" || fail "the normal task did not start spinning"
@@ -67,7 +85,7 @@ busy1=$(switches_in 5 | awk '$1 == 1 { print $2 }')
 kill -KILL "$h" "$n" 2>/dev/null
 stop_floor || fail "scx_floor exit code $?"
 w0=$(awk -v n="$cpu0" 'BEGIN { printf "%.1f", n / 10 }')
-note "idle, 10 s: scx_floor's threads and its guardian switched in $cpu0 times on CPU 0 ($w0/s), $cpu1 on nohz_full CPU 1"
+note "idle after a short RT run on CPU 0, 10 s: scx_floor's threads and its guardian switched in $cpu0 times on CPU 0 ($w0/s), $cpu1 on nohz_full CPU 1"
 note "a normal task starving under an RR 25 hog on CPU 1, 5 s: $busy1 switches to them on CPU 1"
 figure idle_switches_cpu1 "$cpu1" "== 0"
 figure idle_switches_per_s_cpu0 "$w0" "<= 10"
