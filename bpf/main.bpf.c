@@ -394,6 +394,32 @@ static __always_inline bool only_this_cpu(const struct task_struct *p)
 	return p->nr_cpus_allowed == 1 || bpf_cpumask_weight(p->cpus_ptr) == 1;
 }
 
+/*
+ * Whether every CPU p may run on is held by a higher class now. Such a task
+ * waits in the shared DSQ as a pinned one waits in its CPU's DSQ, and the
+ * server of its CPU lists it as a waiter (all_allowed_hogged() in
+ * src/planner.rs): its enqueue must open a starvation there as a pinned
+ * task's does, or no kick tells that server and no period counts it.
+ * Cheap unless p may run on no more CPUs than are held.
+ */
+static __always_inline bool all_allowed_held(const struct task_struct *p)
+{
+	u32 i, n = scx_bpf_nr_cpu_ids();
+
+	if ((u64)p->nr_cpus_allowed > nr_hi_cpus)
+		return false;
+	bpf_for(i, 0, n) {
+		struct floor_cpu_stat *st;
+
+		if (!bpf_cpumask_test_cpu(i, p->cpus_ptr))
+			continue;
+		st = cpu_stat(i);
+		if (!st || !st->hi_running)
+			return false;
+	}
+	return true;
+}
+
 static __always_inline void waiter_add(struct task_struct *p, s32 cpu, u64 now)
 {
 	struct floor_waiter w = {
@@ -613,6 +639,8 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	/* Re-enqueued because a higher class took this CPU: it moves away. */
 	if ((enq_flags & SCX_ENQ_REENQ) && st)
 		__sync_fetch_and_add(&st->nr_hi_migrated, 1);
+	if (st && st->hi_running && all_allowed_held(p))
+		starve_open(st, cpu, bpf_ktime_get_ns());
 	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0)
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);

@@ -493,6 +493,12 @@ pub struct CpuServer {
     /// tasks wait for a slot, and the caller lists the waiters while boosts
     /// run ([`CpuServer::taking_turns`])
     taking_turns: bool,
+    /// past the activation point with nothing boosted, the CPU starved at
+    /// or since the last step: the server looks again after the margin
+    /// and wants no starvation kick until a look finds it quiet
+    polling: bool,
+    /// the CPU's starved time ([`Sample::starved`]) at the last step, ns
+    look_starved_ns: u64,
     /// boost slots of the CPU still taken by restores not yet booked (set
     /// by the caller before each step: [`CpuServer::set_unsettled_slots`])
     unsettled_slots: usize,
@@ -537,6 +543,8 @@ impl CpuServer {
             boosts_in_period: 0,
             running: false,
             taking_turns: false,
+            polling: false,
+            look_starved_ns: s.starved(),
             unsettled_slots: 0,
             served_in: std::collections::HashMap::with_capacity(WAITERS_INLINE),
             ws_buf: Vec::with_capacity(WAITERS_INLINE),
@@ -564,6 +572,8 @@ impl CpuServer {
         self.boosts_in_period = 0;
         self.running = false;
         self.taking_turns = false;
+        self.polling = false;
+        self.look_starved_ns = s.starved();
         self.unsettled_slots = 0;
         self.served_in.clear();
         self.ws_buf.clear();
@@ -594,13 +604,15 @@ impl CpuServer {
     /// change what it does: normal tasks got the whole runtime in this
     /// period by themselves (see the restart rule; a server in debt does
     /// not), or the period has reached its activation point with at least
-    /// [`MIN_BOOST_NS`] owed (it would boost at once). Between those points
-    /// a starvation changes nothing before the step already planned, and a
-    /// wake-up for each (an RT task that runs every millisecond) would cost
-    /// the CPU more than it serves.
+    /// [`MIN_BOOST_NS`] owed (it would boost at once), unless it polls
+    /// (the CPU starved lately: it looks again after the margin anyway).
+    /// Elsewhere a starvation changes nothing before the step already
+    /// planned, and a wake-up for each (an RT task that runs every
+    /// millisecond) would cost the CPU more than it serves.
     pub fn wants_starve_kick(&self, s: &Sample) -> bool {
         !self.started
-            || (self.active.is_empty() && (self.got_runtime(s) || self.would_boost_now(s)))
+            || (self.active.is_empty()
+                && (self.got_runtime(s) || (!self.polling && self.would_boost_now(s))))
     }
 
     /// Whether a starving task would be boosted at this sample: at least
@@ -792,6 +804,9 @@ impl CpuServer {
     ) -> Step {
         let now = s.now_ns;
         let mut out = Step::default();
+        let starved_lately = s.starved_since_ns != 0
+            || s.starved() > std::mem::replace(&mut self.look_starved_ns, s.starved());
+        self.polling = false;
         if !self.start(s) || (now >= self.period_end_ns() && self.replenish(s, &task, &mut out)) {
             // Idle: the BPF side wakes the server when starvation begins.
             out.next_ns = now + IDLE_RECHECK_NS;
@@ -861,7 +876,7 @@ impl CpuServer {
         }
         self.ws_buf = ws;
         self.end_done(now, done, &done_extra, &mut keep, &mut out);
-        self.schedule(now, end, slot_wait, s.starved_since_ns != 0, keep, &mut out);
+        self.schedule(now, end, slot_wait, starved_lately, keep, &mut out);
         out
     }
 
@@ -1280,7 +1295,7 @@ impl CpuServer {
         now: u64,
         end: u64,
         slot_wait: bool,
-        starvation_open: bool,
+        starved_lately: bool,
         keep: KeptList,
         out: &mut Step,
     ) {
@@ -1290,11 +1305,15 @@ impl CpuServer {
             u64::MAX
         };
         if keep.is_empty() {
-            // Nothing boosted. With no starvation open, the BPF side's kick
-            // (wants_starve_kick) wakes the server when one begins. One open
-            // without a waiter to boost (its tasks may run elsewhere, or
-            // restores hold their slots): look again soon.
-            out.next_ns = if starvation_open {
+            // Nothing boosted, and nobody to boost. If the CPU starved at
+            // or since the last step (its tasks may run elsewhere, or
+            // restores hold their slots), look again after the margin,
+            // with no kick armed meanwhile: an RT task that runs every
+            // millisecond then costs one step per margin, not one per run.
+            // A look that finds the CPU quiet sleeps until the period's end
+            // and lets the BPF side's kick (wants_starve_kick) wake it.
+            self.polling = starved_lately;
+            out.next_ns = if starved_lately {
                 (now + self.cfg.margin_ns.max(1_000_000)).min(end)
             } else {
                 end
@@ -1939,12 +1958,17 @@ mod tests {
         };
         // a starvation before the activation changes nothing planned
         assert!(!s.wants_starve_kick(&quiet(101, 0)));
-        // at the activation nobody starves: no polling until the period's
-        // end, the BPF side's kick wakes the server if a hog comes
+        // at the activation nobody starves, but the CPU starved since the
+        // last look: one more look after the margin, no kick meanwhile
         let st = s.step(&quiet(1049, 1), |p| t.get(p), Vec::new);
         assert!(st.actions.is_empty());
+        assert_eq!(st.next_ns, 1051 * MS);
+        assert!(!s.wants_starve_kick(&quiet(1049, 1)));
+        // quiet since: no polling until the period's end, the BPF side's
+        // kick wakes the server if a hog comes
+        let st = s.step(&quiet(1051, 1), |p| t.get(p), Vec::new);
         assert_eq!(st.next_ns, 1100 * MS);
-        assert!(s.wants_starve_kick(&quiet(1049, 1)));
+        assert!(s.wants_starve_kick(&quiet(1051, 1)));
         // the period that ended had that starvation: serving goes on
         let st = s.step(&quiet(1100, 2), |p| t.get(p), Vec::new);
         assert!(s.started());
@@ -1958,6 +1982,33 @@ mod tests {
         assert!(!s.started());
         assert_eq!(s.stats.last_period_delivered_ns, 2 * MS);
         assert_eq!(st.next_ns, 2100 * MS + IDLE_RECHECK_NS);
+    }
+
+    #[test]
+    fn starvations_between_looks_are_polled_once_per_margin_without_kicks() {
+        // past the activation, an RT task preempts normal tasks that can
+        // run elsewhere (no waiters here) every millisecond: one look per
+        // margin, and no kick armed, until a margin passes quietly
+        let t = Tasks::new(&[]);
+        let mut s = CpuServer::new(cfg(50), &at(0, 0, 0));
+        let mut starved_us = 0;
+        for now in [960, 962, 964] {
+            starved_us += 20 * 2;
+            let smp = Sample {
+                starved_ns: starved_us * 1000,
+                ..at(now, 0, 0)
+            };
+            let st = s.step(&smp, |p| t.get(p), Vec::new);
+            assert_eq!(st.next_ns, (now + 2) * MS);
+            assert!(!s.wants_starve_kick(&smp));
+        }
+        let smp = Sample {
+            starved_ns: starved_us * 1000,
+            ..at(966, 0, 0)
+        };
+        let st = s.step(&smp, |p| t.get(p), Vec::new);
+        assert_eq!(st.next_ns, 1000 * MS);
+        assert!(s.wants_starve_kick(&smp));
     }
 
     #[test]
