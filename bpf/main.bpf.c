@@ -395,29 +395,38 @@ static __always_inline bool only_this_cpu(const struct task_struct *p)
 }
 
 /*
- * Whether every CPU p may run on is held by a higher class now. Such a task
- * waits in the shared DSQ as a pinned one waits in its CPU's DSQ, and the
- * server of its CPU lists it as a waiter (all_allowed_hogged() in
- * src/planner.rs): its enqueue must open a starvation there as a pinned
- * task's does, or no kick tells that server and no period counts it.
- * Cheap unless p may run on no more CPUs than are held.
+ * Whether every online CPU p may run on is held by a higher class now. Such
+ * a task waits in the shared DSQ as a pinned one waits in its CPU's DSQ,
+ * and the server of its CPU lists it as a waiter (all_allowed_hogged() in
+ * src/planner.rs, which sees only online CPUs): its enqueue must open a
+ * starvation there as a pinned task's does, or no kick tells that server
+ * and no period counts it. CPUs not online count as held: a task's mask
+ * may name every possible CPU. Cheap unless p may run on no more CPUs than
+ * are held or offline.
  */
 static __always_inline bool all_allowed_held(const struct task_struct *p)
 {
+	const struct cpumask *online;
 	u32 i, n = scx_bpf_nr_cpu_ids();
+	u64 offline = n > nr_online ? n - nr_online : 0;
+	bool all = true;
 
-	if ((u64)p->nr_cpus_allowed > nr_hi_cpus)
+	if ((u64)p->nr_cpus_allowed > nr_hi_cpus + offline)
 		return false;
+	online = scx_bpf_get_online_cpumask();
 	bpf_for(i, 0, n) {
 		struct floor_cpu_stat *st;
 
-		if (!bpf_cpumask_test_cpu(i, p->cpus_ptr))
+		if (!bpf_cpumask_test_cpu(i, p->cpus_ptr) || !bpf_cpumask_test_cpu(i, online))
 			continue;
 		st = cpu_stat(i);
-		if (!st || !st->hi_running)
-			return false;
+		if (!st || !st->hi_running) {
+			all = false;
+			break;
+		}
 	}
-	return true;
+	scx_bpf_put_cpumask(online);
+	return all;
 }
 
 static __always_inline void waiter_add(struct task_struct *p, s32 cpu, u64 now)
