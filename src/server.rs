@@ -246,12 +246,7 @@ impl Sample {
     }
     /// Starved time including the open interval, ns.
     pub fn starved(&self) -> u64 {
-        let open = if self.starved_since_ns != 0 {
-            self.now_ns.saturating_sub(self.starved_since_ns)
-        } else {
-            0
-        };
-        self.starved_ns + open
+        crate::stats::starved_ns_at(self.starved_ns, self.starved_since_ns, self.now_ns)
     }
 }
 
@@ -620,12 +615,14 @@ impl CpuServer {
     /// (`running`) or past its zero-laxity activation point.
     fn would_boost_now(&self, s: &Sample) -> bool {
         let owed = self.owed_ns(s);
-        owed >= MIN_BOOST_NS
-            && (self.running
-                || s.now_ns
-                    >= self
-                        .period_end_ns()
-                        .saturating_sub(owed + self.cfg.margin_ns))
+        owed >= MIN_BOOST_NS && (self.running || s.now_ns >= self.activation_ns(owed))
+    }
+
+    /// The zero-laxity activation point of the period with `owed` ns
+    /// still owed, less the margin ([`activation_margin_ns`]), ns.
+    fn activation_ns(&self, owed: u64) -> u64 {
+        self.period_end_ns()
+            .saturating_sub(owed + self.cfg.margin_ns)
     }
 
     /// The boosts in progress.
@@ -804,8 +801,9 @@ impl CpuServer {
     ) -> Step {
         let now = s.now_ns;
         let mut out = Step::default();
+        let starved = s.starved();
         let starved_lately = s.starved_since_ns != 0
-            || s.starved() > std::mem::replace(&mut self.look_starved_ns, s.starved());
+            || starved > std::mem::replace(&mut self.look_starved_ns, starved);
         self.polling = false;
         if !self.start(s) || (now >= self.period_end_ns() && self.replenish(s, &task, &mut out)) {
             // Idle: the BPF side wakes the server when starvation begins.
@@ -830,7 +828,7 @@ impl CpuServer {
         // period would serve only inside its last `owed` ms, which a task
         // that sleeps between short runs mostly misses (docs/design.md,
         // Decisions: "Deferred only until the first activation").
-        let activate_at = end.saturating_sub(owed + self.cfg.margin_ns);
+        let activate_at = self.activation_ns(owed);
         if keep.is_empty() && now < activate_at && !self.running {
             self.end_done(now, done, &[], &mut keep, &mut out);
             out.next_ns = activate_at;

@@ -67,13 +67,20 @@ impl CpuCounters {
     /// `starved_ns` including the open interval, as of `now_ns`
     /// (CLOCK_MONOTONIC).
     pub fn starved_ns_at(&self, now_ns: u64) -> u64 {
-        let open = if self.starved_since_ns != 0 && now_ns > self.starved_since_ns {
-            now_ns - self.starved_since_ns
-        } else {
-            0
-        };
-        self.starved_ns + open
+        starved_ns_at(self.starved_ns, self.starved_since_ns, now_ns)
     }
+}
+
+/// A CPU's starved time as of `now_ns`, ns: `closed_ns` (its closed
+/// starvation intervals) plus the open one since `since_ns` (0: none open).
+/// All CLOCK_MONOTONIC.
+pub fn starved_ns_at(closed_ns: u64, since_ns: u64, now_ns: u64) -> u64 {
+    let open = if since_ns != 0 {
+        now_ns.saturating_sub(since_ns)
+    } else {
+        0
+    };
+    closed_ns + open
 }
 
 /// What one CPU did between two reads `dt_ns` apart.
