@@ -150,6 +150,9 @@ struct floor_cpu_stat {
 	u64 overshoot_max_ns;
 	/* slice timer callbacks that preempted a task */
 	u64 nr_timer_kicks;
+	/* slice timer writes (bpf_timer_start): at most one per run, and
+	 * about one per slice while runs are short */
+	u64 nr_timer_arms;
 	/* 1 while a higher class owns the CPU */
 	u64 hi_running;
 	/* the last higher-class task (not scx_floor's own threads) that ran

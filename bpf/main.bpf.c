@@ -122,6 +122,7 @@ struct slice_ctx {
 	u64 slice_ns;		/* slice the current run was given */
 	u64 boost_started_ns;	/* start of the current boosted run; 0 = none */
 	u64 timer_at_ns;	/* when the timer of the current run fires */
+	u64 armed_ns;		/* expiry the timer is pending for; 0 = not pending */
 	u64 exec_start_ns;	/* the running task's se.sum_exec_runtime at its start */
 	u32 boost_slot;		/* slot of the boosted run in progress */
 	u64 lat_est_ns;		/* EWMA of timer expiry -> switch-out latency */
@@ -719,17 +720,56 @@ static __always_inline u32 starve_rescue(u64 dsq, s32 cpu, u64 now, u32 done)
 	return done;
 }
 
+/*
+ * A timer due this little before a run's expiry ends the run rather than
+ * being re-armed for the rest: a sixty-fourth of the slice, at most 10 us.
+ */
+static __always_inline u64 timer_early_ns(u64 slice)
+{
+	return slice / 64 < 10000 ? slice / 64 : 10000;
+}
+
+/*
+ * Makes cpu's slice timer fire at at_ns, unless it is pending to fire no
+ * later: the callback then re-arms it for the run in progress (below). A
+ * CPU switching between short runs (pipe ping-pong) thus writes its timer
+ * about once a slice, not once a run; each write is an hrtimer dequeue,
+ * enqueue and often a clock event reprogram. Called with IRQs off on cpu or
+ * from the timer's callback there, so the two never interleave.
+ */
+static __always_inline void slice_timer_arm(struct slice_ctx *sc, s32 cpu, u64 now, u64 at_ns)
+{
+	struct floor_cpu_stat *st = cpu_stat(cpu);
+
+	if (now < sc->armed_ns && sc->armed_ns <= at_ns)
+		return;
+	if (bpf_timer_start(&sc->timer, at_ns > now ? at_ns - now : 1, BPF_F_TIMER_CPU_PIN)) {
+		sc->armed_ns = 0;
+		return;
+	}
+	sc->armed_ns = at_ns > now ? at_ns : now + 1;
+	if (st)
+		st->nr_timer_arms++;
+}
+
 static int slice_timer_fn(void *map, int *key, struct slice_ctx *sc)
 {
 	s32 cpu = *key;
 	struct floor_cpu_stat *st = cpu_stat(cpu);
+	u64 now = bpf_ktime_get_ns();
 
-	/* The run this timer was armed for ended already (blocked, preempted). */
+	sc->armed_ns = 0;
+	/* No run in progress: the one it was armed for ended (blocked, preempted). */
 	if (!sc->started_ns)
 		return 0;
+	/* Armed by an earlier run: the one in progress is due later. */
+	if (!sc->expired && now + timer_early_ns(sc->slice_ns) < sc->timer_at_ns) {
+		slice_timer_arm(sc, cpu, now, sc->timer_at_ns);
+		return 0;
+	}
 	if (!sc->expired) {
 		sc->expired = 1;
-		sc->fired_ns = bpf_ktime_get_ns();
+		sc->fired_ns = now;
 	}
 	if (st)
 		__sync_fetch_and_add(&st->nr_timer_kicks, 1);
@@ -848,7 +888,7 @@ static __always_inline void run_begin(struct task_struct *p)
 	if (nr_boosted && policy_back_first(p)) {
 		sc->expired = 2;
 		if (slice_end == FLOOR_SLICE_END_BPF_TIMER)
-			bpf_timer_start(&sc->timer, 1, BPF_F_TIMER_CPU_PIN);
+			slice_timer_arm(sc, cpu, sc->started_ns, sc->started_ns);
 		else
 			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		return;
@@ -857,14 +897,14 @@ static __always_inline void run_begin(struct task_struct *p)
 		return;
 	/*
 	 * p->scx.slice is the rest of this task's slice (all of it, unless a
-	 * higher class interrupted it). Re-arming replaces any pending expiry.
+	 * higher class interrupted it).
 	 */
 	lead = timer_lead_ns >= 0 ? (u64)timer_lead_ns : sc->lat_est_ns;
 	if (lead > sc->slice_ns - sc->slice_ns / 8)
 		lead = sc->slice_ns - sc->slice_ns / 8;
 	sc->timer_at_ns = sc->started_ns + sc->slice_ns - lead;
 	if (slice_end == FLOOR_SLICE_END_BPF_TIMER) {
-		bpf_timer_start(&sc->timer, sc->slice_ns - lead, BPF_F_TIMER_CPU_PIN);
+		slice_timer_arm(sc, cpu, sc->started_ns, sc->timer_at_ns);
 	} else {
 		lead = timer_lead_ns >= 0 ? (u64)timer_lead_ns : sc->lat_est_ns;
 		if (lead > slice - slice / 8)

@@ -51,6 +51,10 @@ pub struct CpuMetrics {
     pub overshoot_sum_ns: u64,
     #[stat(desc = "largest overshoot past the slice, ns")]
     pub overshoot_max_ns: u64,
+    #[stat(desc = "slice timer callbacks that ended a run (count)")]
+    pub nr_timer_kicks: u64,
+    #[stat(desc = "slice timer writes, about one per slice while runs are shorter (count)")]
+    pub nr_timer_arms: u64,
     #[stat(desc = "wake-ups that preempted the running task by the vtime rule (count)")]
     pub nr_wakeup_preempt: u64,
     #[stat(desc = "queued tasks the starvation guard dispatched out of vtime order (count)")]
@@ -74,6 +78,8 @@ impl CpuMetrics {
             nr_slice_expired: c.nr_slice_expired,
             overshoot_sum_ns: c.overshoot_sum_ns,
             overshoot_max_ns: c.overshoot_max_ns,
+            nr_timer_kicks: c.nr_timer_kicks,
+            nr_timer_arms: c.nr_timer_arms,
             nr_wakeup_preempt: c.nr_wakeup_preempt,
             nr_starve_rescue: c.nr_starve_rescue,
             nr_rcu_boost: c.nr_rcu_boost,

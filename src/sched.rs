@@ -104,6 +104,7 @@ fn counters_of(s: &types::floor_cpu_stat) -> CpuCounters {
         overshoot_sum_ns: rd(&s.overshoot_sum_ns),
         overshoot_max_ns: rd(&s.overshoot_max_ns),
         nr_timer_kicks: rd(&s.nr_timer_kicks),
+        nr_timer_arms: rd(&s.nr_timer_arms),
         hi_running: rd(&s.hi_running),
         timer_lat_ns: rd(&s.timer_lat_ns),
         nr_runnable: rd(&s.nr_runnable),

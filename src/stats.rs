@@ -34,6 +34,9 @@ pub struct CpuCounters {
     pub overshoot_max_ns: u64,
     /// slice timer expiries that preempted a task
     pub nr_timer_kicks: u64,
+    /// slice timer writes (`bpf_timer_start`); about one per slice while
+    /// runs are shorter than it
+    pub nr_timer_arms: u64,
     /// 1 while a higher class owns the CPU
     pub hi_running: u64,
     /// the slice timer's learned latency, ns
