@@ -152,18 +152,9 @@ fn wake(fd: i32) {
     }
 }
 
-/// The fields of a /proc/PID/stat text from field 3 (the state) on: field
-/// n (from 1) is at index n - 3. The comm field (2) may hold spaces and
-/// parentheses: field 3 follows the last ')'. Empty for a text without one.
-fn stat_fields(stat: &str) -> Vec<&str> {
-    stat.rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default()
-}
-
 /// The state letter (field 3) of a /proc/PID/stat text.
 fn stat_state(stat: &str) -> Option<&str> {
-    stat_fields(stat).first().copied()
+    boost::stat_field(stat, 3)
 }
 
 /// Whether the state letter (field 3 of /proc/PID/stat) is a stopped task
@@ -207,12 +198,15 @@ const PF_SIGNALED: u64 = 0x400;
 /// thread to reach `do_exit()`). One read of one file: the guardian reads
 /// it every `STOP_POLL_MS`.
 pub fn is_exiting_stat(stat: &str) -> bool {
-    let f = stat_fields(stat);
-    let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let num = |n: usize| {
+        boost::stat_field(stat, n)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     const SIGKILL_BIT: u64 = 1 << (libc::SIGKILL - 1);
-    matches!(f.first(), Some(&("Z" | "X")))
-        || num(6) & (PF_EXITING | PF_POSTCOREDUMP | PF_DUMPCORE | PF_SIGNALED) != 0
-        || num(28) & SIGKILL_BIT != 0
+    matches!(stat_state(stat), Some("Z" | "X"))
+        || num(9) & (PF_EXITING | PF_POSTCOREDUMP | PF_DUMPCORE | PF_SIGNALED) != 0
+        || num(31) & SIGKILL_BIT != 0
 }
 
 /// Replays both journals under `state_dir`, raised kernel threads
@@ -737,9 +731,8 @@ mod tests {
         // the synthetic lines above
         let me = std::fs::read_to_string("/proc/self/stat").unwrap();
         assert!(!is_exiting_stat(&me));
-        let f = stat_fields(&me);
-        assert!(f.len() >= 29, "{} fields after comm", f.len());
-        let flags: u64 = f[6].parse().unwrap();
+        assert!(boost::stat_field(&me, 31).is_some(), "no field 31 in {me}");
+        let flags: u64 = boost::stat_field(&me, 9).unwrap().parse().unwrap();
         assert_eq!(flags & 0x200000, 0);
     }
 }

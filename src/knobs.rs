@@ -479,13 +479,9 @@ fn restore_one(entry: &Path) -> Restored {
         let _ = fs::remove_file(entry);
         return Restored::No;
     }
-    if let Some(cpu) = offline_dl_server(Path::new(path)) {
+    if let Err(e) = refuse_offline(Path::new(path)) {
         // kept for the next replay (the next start, `--restore`)
-        log::warn!(
-            "CPU {cpu} is offline or being hotplugged: {path} not restored to {val} now (the \
-             kernel may divide by zero on a dl_server write for a CPU not fully online); kept \
-             in the journal"
-        );
+        log::warn!("{e:#}; its restore to {val} is kept in the journal");
         return Restored::No;
     }
     match fs::write(path, val) {
