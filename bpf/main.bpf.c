@@ -740,14 +740,15 @@ static __always_inline u64 timer_early_ns(u64 slice)
 static __always_inline void slice_timer_arm(struct slice_ctx *sc, s32 cpu, u64 now, u64 at_ns)
 {
 	struct floor_cpu_stat *st = cpu_stat(cpu);
+	u64 delay = at_ns > now ? at_ns - now : 1;
 
 	if (now < sc->armed_ns && sc->armed_ns <= at_ns)
 		return;
-	if (bpf_timer_start(&sc->timer, at_ns > now ? at_ns - now : 1, BPF_F_TIMER_CPU_PIN)) {
+	if (bpf_timer_start(&sc->timer, delay, BPF_F_TIMER_CPU_PIN)) {
 		sc->armed_ns = 0;
 		return;
 	}
-	sc->armed_ns = at_ns > now ? at_ns : now + 1;
+	sc->armed_ns = now + delay;
 	if (st)
 		st->nr_timer_arms++;
 }

@@ -22,7 +22,7 @@
 #   allowance (on PREEMPT_RT every case above uses them);
 # - --no-slice-timer falls back to the tick (HZ=250: at least 2.5 ms);
 # - with bpf_timer, pipe ping-pong on CPU 1 writes the slice timer about
-#   about once per slice of busy time, not once per run;
+#   once per slice of busy time, not once per run;
 # - --latency-us 1000 --min-slice-us 400: 0.5 ms with 2 hogs, 0.4 ms with 4
 #   (within 20%, plus the emulator's excess as below).
 # Booted with nohz_full=1 the same holds (the PREEMPT_RT boot of scripts/test;
@@ -114,8 +114,9 @@ check_slice() {
 		WHY="$WHY${WHY:+; }run time per slice expiry $per ms is more than 15% short of $t us"
 }
 
-# what ended the slices of the last measurement (its log)
-slice_end_of() { grep -q "ended by a per-CPU SCHED_FIFO 99 thread" "$LOGDIR/hog_slices.log" && echo "slice-end threads" || echo "bpf_timer"; }
+# slice_end_of [LOG]: what ended the slices of the run that wrote LOG
+# (default: the last measurement's)
+slice_end_of() { grep -q "ended by a per-CPU SCHED_FIFO 99 thread" "${1:-$LOGDIR/hog_slices.log}" && echo "slice-end threads" || echo "bpf_timer"; }
 
 bad=0 strict=0
 for t in 250 500 1000 4000; do
@@ -166,7 +167,7 @@ le "$tick90" "$tmax" && { echo "  FAIL: tick-only p90 over $tick90 ms is within 
 j=$LOGDIR/pingpong.json
 rm -f "$j"
 start_floor --stats-json "$j" --slice-us 1000
-if grep -q "ended by a per-CPU SCHED_FIFO 99 thread" "$FLOOR_LOG"; then
+if [ "$(slice_end_of "$FLOOR_LOG")" != bpf_timer ]; then
 	stop_floor || fail "scx_floor exited non-zero before the ping-pong"
 	note "ping-pong: slices end by slice-end threads here (no bpf_timer): not measured"
 else
