@@ -73,6 +73,15 @@ const volatile bool wakeup_preempt = true;
 const volatile bool rcu_boost = true;
 /* Sample each CPU's runnable count at every run start (latency-target mode only). */
 const volatile bool sample_load = false;
+/*
+ * A task that may run on several CPUs queues in the DSQ of the CPU it was
+ * placed on (ops.select_cpu(), or the CPU it ran on), as the fair class
+ * keeps it on that CPU's runqueue; a CPU with nothing else to run takes
+ * one from another CPU's DSQ. false: every such task queues in the one
+ * shared DSQ, whose lock every CPU takes at each enqueue and dispatch (for
+ * A/B comparison; docs/design.md, Decisions: "A DSQ per CPU").
+ */
+const volatile bool percpu_dsq = true;
 
 /* Written by the policy loop while running: per-CPU slice (ns), 0 = slice_ns. */
 u64 cpu_slice_ns[FLOOR_MAX_CPUS];
@@ -430,6 +439,23 @@ static __always_inline bool all_allowed_held(const struct task_struct *p)
 	return all;
 }
 
+/*
+ * Per CPU: 1 while its DSQ may hold tasks that may run elsewhere and a
+ * higher class holds it. The next ops.dispatch() on any CPU moves them to
+ * the shared DSQ (spread_drain()): the CPU whose DSQ it is does not
+ * dispatch while the higher class runs. nr_drain counts the CPUs marked.
+ */
+static u32 drain_wanted[FLOOR_MAX_CPUS];
+static u32 nr_drain;
+
+static __always_inline void drain_request(s32 cpu)
+{
+	u32 idx = cpu;
+
+	if (idx < FLOOR_MAX_CPUS && !__sync_lock_test_and_set(&drain_wanted[idx], 1))
+		__sync_fetch_and_add(&nr_drain, 1);
+}
+
 static __always_inline void waiter_add(struct task_struct *p, s32 cpu, u64 now)
 {
 	struct floor_waiter w = {
@@ -645,6 +671,23 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 
+	/*
+	 * On its CPU's DSQ unless a higher class holds that CPU, or took it
+	 * from this task (SCX_ENQ_REENQ): then the shared DSQ, where every CPU
+	 * it may use looks. A higher class that takes the CPU after the check
+	 * finds the task in the walk of the switch hook, or here.
+	 */
+	if (percpu_dsq && !(enq_flags & SCX_ENQ_REENQ) && !(st && st->hi_running)) {
+		scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
+		if (st && READ_ONCE(st->hi_running))
+			drain_request(cpu);
+		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		if (idle >= 0)
+			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+		else if (wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP))
+			wakeup_preempt_check(cpu, vtime, slice, st);
+		return;
+	}
 	scx_bpf_dsq_insert_vtime(p, FLOOR_SHARED_DSQ, slice, vtime, enq_flags);
 	/* Re-enqueued because a higher class took this CPU: it moves away. */
 	if ((enq_flags & SCX_ENQ_REENQ) && st)
@@ -1030,11 +1073,57 @@ static __always_inline bool starve_guard(s32 cpu)
 	return scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) != 0;
 }
 
+/*
+ * Moves the tasks that may run elsewhere out of the DSQs of the CPUs marked
+ * by drain_request() into the shared DSQ, each at its DSQ key. Pinned tasks
+ * stay: their CPU's server serves them.
+ */
+static __always_inline void spread_drain(void)
+{
+	u32 i, n = scx_bpf_nr_cpu_ids();
+	struct task_struct *p;
+
+	bpf_for(i, 0, n) {
+		if (i >= FLOOR_MAX_CPUS)
+			break;
+		if (!drain_wanted[i] || !__sync_lock_test_and_set(&drain_wanted[i], 0))
+			continue;
+		__sync_fetch_and_sub(&nr_drain, 1);
+		bpf_for_each(scx_dsq, p, i, 0) {
+			if (only_this_cpu(p))
+				continue;
+			scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, p->scx.dsq_vtime);
+			scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, FLOOR_SHARED_DSQ, 0);
+		}
+	}
+}
+
+/*
+ * Takes the first task that may run on cpu from another CPU's DSQ, looking
+ * from cpu + 1 on so that idle CPUs do not all pull from the same one.
+ * O(nr_cpu_ids) DSQ lookups when nothing is queued anywhere; called only
+ * when cpu has nothing of its own to run.
+ */
+static __always_inline bool steal(s32 cpu)
+{
+	u32 i, n = scx_bpf_nr_cpu_ids();
+
+	bpf_for(i, 1, n) {
+		u32 c = ((u32)cpu + i) % n;
+
+		if (scx_bpf_dsq_nr_queued(c) > 0 && scx_bpf_dsq_move_to_local(c, 0))
+			return true;
+	}
+	return false;
+}
+
 void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *own, *shared;
 	bool own_first;
 
+	if (percpu_dsq && nr_drain)
+		spread_drain();
 	if (starve_guard(cpu))
 		return;
 
@@ -1045,6 +1134,8 @@ void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 
 	if (scx_bpf_dsq_move_to_local(own_first ? cpu : FLOOR_SHARED_DSQ, 0) ||
 	    scx_bpf_dsq_move_to_local(own_first ? FLOOR_SHARED_DSQ : cpu, 0))
+		return;
+	if (percpu_dsq && steal(cpu))
 		return;
 	/*
 	 * Nothing else may run here: the task whose slice ended runs on with a
@@ -1201,12 +1292,26 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 
 	if (!st->hi_running) {
 		struct task_struct *p;
+		bool spread = false;
 
 		st->hi_running = 1;
 		__sync_fetch_and_add(&nr_hi_cpus, 1);
-		/* Tasks that queued here before the higher class came are now waiters. */
-		bpf_for_each(scx_dsq, p, cpu, 0)
+		/*
+		 * Tasks that queued here before the higher class came are now
+		 * waiters. Those that may run elsewhere are moved to the shared
+		 * DSQ by the next dispatch on any CPU; an idle one is woken for it.
+		 */
+		bpf_for_each(scx_dsq, p, cpu, 0) {
 			waiter_add(p, cpu, now);
+			if (percpu_dsq && !spread && !only_this_cpu(p)) {
+				s32 idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+
+				spread = true;
+				drain_request(cpu);
+				if (idle >= 0)
+					scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+			}
+		}
 	}
 	st->hi_pid = next_pid;
 	st->hi_prio = next->rt_priority;

@@ -81,6 +81,12 @@ pub struct Opts {
     #[arg(long)]
     no_rcu_boost: bool,
 
+    /// Queue every task that may run on several CPUs in one DSQ shared by
+    /// all CPUs (by default each queues in its own CPU's DSQ, and a CPU
+    /// with nothing to run takes one from another's; for A/B comparison).
+    #[arg(long)]
+    shared_dsq: bool,
+
     /// How slices end: "auto" arms a per-CPU bpf_timer and, on kernels
     /// whose verifier refuses bpf_timer (PREEMPT_RT), wakes a per-CPU
     /// SCHED_FIFO 99 thread at each slice's end instead; "bpf-timer" and
@@ -374,6 +380,7 @@ fn sched_config(opts: &Opts, slice: &slice::SliceMode) -> sched::SchedConfig {
         slice_ns: slice.slice_for(1),
         wakeup_preempt: !opts.no_wakeup_preempt,
         rcu_boost: !opts.no_rcu_boost && !fault::is(fault::Fault::NoRcuBoost),
+        percpu_dsq: !opts.shared_dsq,
         sample_load: slice.is_dynamic(),
         slice_end: if opts.no_slice_timer {
             slice::SliceEnd::Tick
@@ -703,6 +710,20 @@ mod tests {
             assert!(parse(&["--latency-us", bad]).is_err(), "{bad} accepted");
         }
         assert!(parse(&["--latency-us", "1000", "--min-slice-us", "19"]).is_err());
+    }
+
+    #[test]
+    fn dispatcher_flags() {
+        let c = |a: &[&str]| {
+            let o = parse(a).unwrap();
+            sched_config(&o, &slice_mode(&o).unwrap())
+        };
+        let d = c(&[]);
+        assert!(d.percpu_dsq && d.wakeup_preempt);
+        assert_eq!(d.slice_ns, 3_000_000);
+        let s = c(&["--shared-dsq", "--no-wakeup-preempt"]);
+        assert!(!s.percpu_dsq && !s.wakeup_preempt);
+        assert!(parse(&["--shared-dsq", "yes"]).is_err());
     }
 
     #[test]

@@ -35,6 +35,10 @@ pub struct SchedConfig {
     /// a task preempted inside an RCU read-side section queues at the
     /// front, on its own vtime (see `rcu_reader_preempted()`, bpf/main.bpf.c)
     pub rcu_boost: bool,
+    /// a task that may run on several CPUs queues in its CPU's DSQ, and
+    /// idle CPUs take from the others' (see `percpu_dsq`, bpf/main.bpf.c);
+    /// false: in the one shared DSQ
+    pub percpu_dsq: bool,
     /// sample each CPU's runnable count at run start (latency-target mode)
     pub sample_load: bool,
     /// debug dump length for the kernel's exit report (0: kernel default)
@@ -152,6 +156,7 @@ impl<'a> Scheduler<'a> {
         ro.wakeup_preempt = cfg.wakeup_preempt;
         ro.sample_load = cfg.sample_load;
         ro.rcu_boost = cfg.rcu_boost;
+        ro.percpu_dsq = cfg.percpu_dsq;
 
         let mut skel = scx_ops_load!(skel, floor_ops, uei)?;
         // The policy loop runs on this (the main) thread: its runs are not load samples.
