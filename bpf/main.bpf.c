@@ -82,6 +82,8 @@ const volatile bool sample_load = false;
  * A/B comparison; docs/design.md, Decisions: "A DSQ per CPU").
  */
 const volatile bool percpu_dsq = true;
+/* false only under the test fault no-drain (src/fault.rs). */
+const volatile bool spread_drain_on = true;
 
 /* Written by the policy loop while running: per-CPU slice (ns), 0 = slice_ns. */
 u64 cpu_slice_ns[FLOOR_MAX_CPUS];
@@ -1122,7 +1124,7 @@ void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 	struct task_struct *own, *shared;
 	bool own_first;
 
-	if (percpu_dsq && nr_drain)
+	if (percpu_dsq && spread_drain_on && nr_drain)
 		spread_drain();
 	if (starve_guard(cpu))
 		return;

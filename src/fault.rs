@@ -43,9 +43,12 @@ pub enum Fault {
     /// `no-rcu-boost`: as `--no-rcu-boost`, preempted RCU readers are not
     /// queued first
     NoRcuBoost = 8,
+    /// `no-drain`: tasks that may run elsewhere stay in the DSQ of a CPU a
+    /// higher class took (`spread_drain()` in bpf/main.bpf.c never runs)
+    NoDrain = 9,
 }
 
-const NAMES: [(&str, Fault); 8] = [
+const NAMES: [(&str, Fault); 9] = [
     ("no-boost", Fault::NoBoost),
     ("over-budget", Fault::OverBudget),
     ("late-end", Fault::LateEnd),
@@ -54,6 +57,7 @@ const NAMES: [(&str, Fault); 8] = [
     ("stuck-no-rescue", Fault::StuckNoRescue),
     ("no-slice-policy", Fault::NoSlicePolicy),
     ("no-rcu-boost", Fault::NoRcuBoost),
+    ("no-drain", Fault::NoDrain),
 ];
 
 static FAULT: AtomicU8 = AtomicU8::new(Fault::None as u8);

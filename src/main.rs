@@ -381,6 +381,7 @@ fn sched_config(opts: &Opts, slice: &slice::SliceMode) -> sched::SchedConfig {
         wakeup_preempt: !opts.no_wakeup_preempt,
         rcu_boost: !opts.no_rcu_boost && !fault::is(fault::Fault::NoRcuBoost),
         percpu_dsq: !opts.shared_dsq,
+        spread_drain: !fault::is(fault::Fault::NoDrain),
         sample_load: slice.is_dynamic(),
         slice_end: if opts.no_slice_timer {
             slice::SliceEnd::Tick

@@ -39,6 +39,9 @@ pub struct SchedConfig {
     /// idle CPUs take from the others' (see `percpu_dsq`, bpf/main.bpf.c);
     /// false: in the one shared DSQ
     pub percpu_dsq: bool,
+    /// tasks that may run elsewhere leave the DSQ of a CPU a higher class
+    /// took (false only under the test fault `no-drain`)
+    pub spread_drain: bool,
     /// sample each CPU's runnable count at run start (latency-target mode)
     pub sample_load: bool,
     /// debug dump length for the kernel's exit report (0: kernel default)
@@ -157,6 +160,7 @@ impl<'a> Scheduler<'a> {
         ro.sample_load = cfg.sample_load;
         ro.rcu_boost = cfg.rcu_boost;
         ro.percpu_dsq = cfg.percpu_dsq;
+        ro.spread_drain_on = cfg.spread_drain;
 
         let mut skel = scx_ops_load!(skel, floor_ops, uei)?;
         // The policy loop runs on this (the main) thread: its runs are not load samples.
