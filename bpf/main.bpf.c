@@ -1104,7 +1104,10 @@ static __always_inline void spread_drain(void)
  * Takes the first task that may run on cpu from another CPU's DSQ, looking
  * from cpu + 1 on so that idle CPUs do not all pull from the same one.
  * O(nr_cpu_ids) DSQ lookups when nothing is queued anywhere; called only
- * when cpu has nothing of its own to run.
+ * when cpu has nothing of its own to run. Skips CPUs a higher class holds:
+ * their DSQs hold pinned waiters, which the kernel would walk only to find
+ * none it may move here; the others spread_drain() moves to the shared DSQ
+ * at the start of a dispatch.
  */
 static __always_inline bool steal(s32 cpu)
 {
@@ -1112,7 +1115,10 @@ static __always_inline bool steal(s32 cpu)
 
 	bpf_for(i, 1, n) {
 		u32 c = ((u32)cpu + i) % n;
+		struct floor_cpu_stat *st = cpu_stat(c);
 
+		if (st && st->hi_running)
+			continue;
 		if (scx_bpf_dsq_nr_queued(c) > 0 && scx_bpf_dsq_move_to_local(c, 0))
 			return true;
 	}
