@@ -18,15 +18,18 @@
  * 2. The time a higher class (RT, DL, stop) takes from normal tasks is known.
  *    A tp_btf/sched_switch program sees every switch: when a higher class
  *    takes a CPU while normal tasks wait for it, the CPU starts a starvation
- *    interval, and the queued tasks that may run elsewhere are re-enqueued at
- *    once so that they move to another CPU. A BPF scheduler cannot take a CPU
+ *    interval, and the queued tasks that may run elsewhere move to the
+ *    shared DSQ (the local DSQ's at once, the CPU's own DSQ's at the next
+ *    dispatch anywhere) so that other CPUs run them. A BPF scheduler cannot take a CPU
  *    back from an RT task (the kernel ignores kicks to a CPU that runs a
  *    higher class); the policy loop does that by boosting, and tells us which
  *    tasks it boosted (boosted_pids) so that their runs count as normal work.
  *
- * Queues: CPU N owns DSQ N for tasks that may only run on N (per-CPU kthreads
- * go straight to N's local DSQ); every other task waits in one shared DSQ.
- * Both are ordered by vtime, charged as run time scaled by 100 / weight.
+ * Queues: CPU N owns DSQ N, where tasks placed on N wait (per-CPU kthreads
+ * go straight to N's local DSQ); a CPU with nothing to run takes from
+ * another's. Tasks that may run elsewhere wait in one shared DSQ while a
+ * higher class holds their CPU. All are ordered by vtime, charged as run
+ * time scaled by 100 / weight.
  *
  * The BPF side measures and enforces; it does not decide budgets.
  */
@@ -442,19 +445,22 @@ static __always_inline bool all_allowed_held(const struct task_struct *p)
 }
 
 /*
- * Per CPU: 1 while its DSQ may hold tasks that may run elsewhere and a
- * higher class holds it. The next ops.dispatch() on any CPU moves them to
- * the shared DSQ (spread_drain()): the CPU whose DSQ it is does not
- * dispatch while the higher class runs. nr_drain counts the CPUs marked.
+ * Per CPU: non-zero while its DSQ may hold tasks that may run elsewhere and
+ * the CPU does not dispatch: DRAIN_HELD, a higher class holds it (drained
+ * only if it still does), or DRAIN_OFFLINE. The next ops.dispatch() on any
+ * CPU moves them to the shared DSQ (spread_drain()). nr_drain counts the
+ * CPUs marked.
  */
+#define DRAIN_HELD	1
+#define DRAIN_OFFLINE	2
 static u32 drain_wanted[FLOOR_MAX_CPUS];
 static u32 nr_drain;
 
-static __always_inline void drain_request(s32 cpu)
+static __always_inline void drain_request(s32 cpu, u32 why)
 {
 	u32 idx = cpu;
 
-	if (idx < FLOOR_MAX_CPUS && !__sync_lock_test_and_set(&drain_wanted[idx], 1))
+	if (idx < FLOOR_MAX_CPUS && !__sync_lock_test_and_set(&drain_wanted[idx], why))
 		__sync_fetch_and_add(&nr_drain, 1);
 }
 
@@ -676,13 +682,12 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	/*
 	 * On its CPU's DSQ unless a higher class holds that CPU, or took it
 	 * from this task (SCX_ENQ_REENQ): then the shared DSQ, where every CPU
-	 * it may use looks. A higher class that takes the CPU after the check
-	 * finds the task in the walk of the switch hook, or here.
+	 * it may use looks. The enqueue and the switch hook that sets
+	 * hi_running both run under the CPU's runqueue lock: a higher class
+	 * that takes the CPU later finds the task in the hook's walk.
 	 */
 	if (percpu_dsq && !(enq_flags & SCX_ENQ_REENQ) && !(st && st->hi_running)) {
 		scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
-		if (st && READ_ONCE(st->hi_running))
-			drain_request(cpu);
 		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 		if (idle >= 0)
 			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
@@ -1086,11 +1091,21 @@ static __always_inline void spread_drain(void)
 	struct task_struct *p;
 
 	bpf_for(i, 0, n) {
+		struct floor_cpu_stat *st;
+		u32 why;
+
 		if (i >= FLOOR_MAX_CPUS)
 			break;
-		if (!drain_wanted[i] || !__sync_lock_test_and_set(&drain_wanted[i], 0))
+		if (!drain_wanted[i])
+			continue;
+		why = __sync_lock_test_and_set(&drain_wanted[i], 0);
+		if (!why)
 			continue;
 		__sync_fetch_and_sub(&nr_drain, 1);
+		/* A higher class that already left: the CPU dispatches its own. */
+		st = cpu_stat(i);
+		if (why == DRAIN_HELD && st && !st->hi_running)
+			continue;
 		bpf_for_each(scx_dsq, p, i, 0) {
 			if (only_this_cpu(p))
 				continue;
@@ -1219,6 +1234,9 @@ void BPF_STRUCT_OPS(floor_cpu_offline, s32 cpu)
 			__sync_fetch_and_sub(&nr_hi_cpus, 1);
 		starve_close(st, bpf_ktime_get_ns());
 	}
+	/* An offline CPU does not dispatch: its DSQ's tasks that may run elsewhere move. */
+	if (percpu_dsq)
+		drain_request(cpu, DRAIN_OFFLINE);
 	server_kick(cpu);
 }
 
@@ -1315,7 +1333,7 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 				s32 idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 
 				spread = true;
-				drain_request(cpu);
+				drain_request(cpu, DRAIN_HELD);
 				if (idle >= 0)
 					scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 			}
