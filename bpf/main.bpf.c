@@ -591,7 +591,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = scx_bpf_task_cpu(p), idle;
 	u64 slice = cpu_slice(cpu), vtime;
-	bool sleeper = false, reader, migr;
+	bool sleeper = false, reader, migr, own;
 	struct floor_cpu_stat *st = cpu_stat(cpu);
 	struct task_ctx *rs;
 
@@ -686,21 +686,15 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	 * hi_running both run under the CPU's runqueue lock: a higher class
 	 * that takes the CPU later finds the task in the hook's walk.
 	 */
-	if (percpu_dsq && !(enq_flags & SCX_ENQ_REENQ) && !(st && st->hi_running)) {
-		scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
-		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-		if (idle >= 0)
-			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
-		else if (wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP))
-			wakeup_preempt_check(cpu, vtime, slice, st);
-		return;
+	own = percpu_dsq && !(enq_flags & SCX_ENQ_REENQ) && !(st && st->hi_running);
+	scx_bpf_dsq_insert_vtime(p, own ? (u64)cpu : FLOOR_SHARED_DSQ, slice, vtime, enq_flags);
+	if (!own) {
+		/* Re-enqueued because a higher class took this CPU: it moves away. */
+		if ((enq_flags & SCX_ENQ_REENQ) && st)
+			__sync_fetch_and_add(&st->nr_hi_migrated, 1);
+		if (st && st->hi_running && all_allowed_held(p))
+			starve_open(st, cpu, bpf_ktime_get_ns());
 	}
-	scx_bpf_dsq_insert_vtime(p, FLOOR_SHARED_DSQ, slice, vtime, enq_flags);
-	/* Re-enqueued because a higher class took this CPU: it moves away. */
-	if ((enq_flags & SCX_ENQ_REENQ) && st)
-		__sync_fetch_and_add(&st->nr_hi_migrated, 1);
-	if (st && st->hi_running && all_allowed_held(p))
-		starve_open(st, cpu, bpf_ktime_get_ns());
 	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0)
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
