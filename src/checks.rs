@@ -46,6 +46,38 @@ pub fn read_state(root: &Path) -> ScxState {
     parse_state(state.as_deref().or(Some("unknown")), ops.as_deref())
 }
 
+/// Whether sysfs text `state` (of /sys/kernel/sched_ext) says the kernel is
+/// taking the loaded BPF scheduler down or has done so: "disabling" or
+/// "disabled". The kernel writes "disabling" when its disable work starts
+/// (an ejection, SysRq-S, or our own detach) and calls the scheduler's
+/// `ops.exit()`, which fills the exit report, only at its end.
+pub fn is_leaving(state: &str) -> bool {
+    matches!(state.trim(), "disabling" | "disabled")
+}
+
+/// sched_ext's sysfs `state`, kept open: each [`StateFile::leaving`] is one
+/// pread(2) (a sysfs attribute is generated anew at every read from
+/// offset 0).
+pub struct StateFile(std::fs::File);
+
+impl StateFile {
+    /// Opens `root`/state (root normally [`SCX_SYSFS`]); None if it cannot.
+    pub fn open(root: &Path) -> Option<Self> {
+        std::fs::File::open(root.join("state")).ok().map(Self)
+    }
+
+    /// Whether the kernel is disabling the BPF scheduler or has ([`is_leaving`]);
+    /// false if the file cannot be read.
+    pub fn leaving(&self) -> bool {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 32];
+        match self.0.read_at(&mut buf, 0) {
+            Ok(n) => std::str::from_utf8(&buf[..n]).is_ok_and(is_leaving),
+            Err(_) => false,
+        }
+    }
+}
+
 /// Fails unless `euid` is root; the error says "must run as root: " and
 /// then `why` (what the tool does that needs it, and how to run it).
 pub fn require_root(euid: u32, why: &str) -> Result<()> {
@@ -204,6 +236,23 @@ mod tests {
             }
         );
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn leaving_states() {
+        assert!(is_leaving("disabling\n"));
+        assert!(is_leaving("disabled"));
+        for s in ["enabled\n", "enabling", "prepping", ""] {
+            assert!(!is_leaving(s), "{s:?}");
+        }
+        let d = tempfile::tempdir().unwrap();
+        assert!(StateFile::open(d.path()).is_none());
+        std::fs::write(d.path().join("state"), "enabled\n").unwrap();
+        let f = StateFile::open(d.path()).unwrap();
+        assert!(!f.leaving());
+        // read again from offset 0 through the same descriptor
+        std::fs::write(d.path().join("state"), "disabling\n").unwrap();
+        assert!(f.leaving());
     }
 
     #[test]

@@ -339,6 +339,8 @@ struct Watch<'a> {
     reports: &'a [Mutex<ServerRow>],
     /// the stats server's requests (None: it did not start)
     stats: Option<&'a crate::monitor::Channel>,
+    /// set when the loop saw the kernel's disable begin (and logged it)
+    leaving: std::cell::Cell<bool>,
 }
 
 /// A thread of the policy loop, as the scope that started it joins it.
@@ -374,6 +376,8 @@ impl Watch<'_> {
                 .map_or(0, |r| r.load(Ordering::Acquire))
         };
         let mut seen_restores = restores();
+        let scx_state =
+            crate::checks::StateFile::open(std::path::Path::new(crate::checks::SCX_SYSFS));
         while !shutdown.load(Ordering::Relaxed) && !view.exited() {
             if let Some(h) = handles.iter().position(|h| h.is_finished()) {
                 return Some(handles.swap_remove(h).join());
@@ -383,6 +387,21 @@ impl Watch<'_> {
             let slept = monotonic_ns().saturating_sub(before);
             // what the real-time threads logged since the last tick
             crate::rtlog::drain();
+            // The kernel's disable work runs no callback of ours and
+            // fills the exit report (view.exited()) only at its end. Until
+            // then no boost serves our CPUs and the kernel's ext_server
+            // is at 0 there: tasks of sched_ext behind an RT task get
+            // nothing, and a grace period that the disable waits for can
+            // wait on one of them (a preempted RCU reader) as long as the
+            // RT task runs. So the restores come now, not after the exit.
+            if scx_state.as_ref().is_some_and(|s| s.leaving()) {
+                warn!(
+                    "the kernel ejected scx_floor: restoring boosted tasks and knobs \
+                     while its disable is under way (the reason follows at its end)"
+                );
+                self.leaving.set(true);
+                break;
+            }
             let long_gap = slept > tick * 1_000_000 + STOPPED_GAP_NS;
             if long_gap {
                 warn!(
@@ -534,9 +553,10 @@ fn run_servers(
             dl_ok,
             reports: &reports,
             stats: stats.as_ref().map(|s| &s.channel),
+            leaving: std::cell::Cell::new(false),
         };
         let failed = watch.run(shutdown, &mut handles);
-        if view.exited() {
+        if view.exited() && !watch.leaving.get() {
             warn!("the kernel ejected scx_floor: restoring boosted tasks and knobs");
         }
         stop.store(true, Ordering::Relaxed);
