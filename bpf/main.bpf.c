@@ -250,6 +250,63 @@ static __always_inline u64 slicer_slack(u64 slice)
 	return slice / 8 < 50000 ? slice / 8 : 50000;
 }
 
+/*
+ * Per CPU: 1 while a run there has a slice to end and its slice-end thread
+ * was left parked because no task waited for the CPU when the run began
+ * (slicer_arm()); nr_slicers_deferred counts them.
+ */
+static u32 slicer_deferred[FLOOR_MAX_CPUS];
+static u32 nr_slicers_deferred;
+
+/* Wakes cpu's slice-end thread through its ring buffer. */
+static __always_inline void slicer_wake_up(s32 cpu)
+{
+	u32 key = cpu;
+	void *rb = bpf_map_lookup_elem(&slicer_wake, &key);
+
+	if (rb)
+		bpf_ringbuf_output(rb, &key, sizeof(key), 0);
+}
+
+/*
+ * A task now waits for cpu (queued in its DSQ or local DSQ): if the run
+ * there began with nobody waiting and its slice-end thread was left parked,
+ * the run's slice now matters. The thread sleeps until the run is due, or
+ * ends it at once if it is overdue.
+ */
+static __always_inline void slicer_waiter(s32 cpu)
+{
+	struct floor_slicer *sl = slicer(cpu);
+
+	if (slice_end != FLOOR_SLICE_END_THREAD || !sl ||
+	    !slicer_deferred[cpu & (FLOOR_MAX_CPUS - 1)])
+		return;
+	if (!__sync_lock_test_and_set(&slicer_deferred[cpu & (FLOOR_MAX_CPUS - 1)], 0))
+		return;
+	__sync_fetch_and_sub(&nr_slicers_deferred, 1);
+	if (!sl->due_ns || sl->wake_ns)
+		return;
+	sl->wake_ns = sl->due_ns;
+	slicer_wake_up(cpu);
+}
+
+/*
+ * A task waits in the shared DSQ and no CPU was idle for it: every run that
+ * began with nobody waiting now has a slice to end.
+ */
+static __always_inline void slicer_waiter_any(void)
+{
+	u32 i, n = scx_bpf_nr_cpu_ids();
+
+	if (slice_end != FLOOR_SLICE_END_THREAD || !nr_slicers_deferred)
+		return;
+	bpf_for(i, 0, n) {
+		if (i >= FLOOR_MAX_CPUS)
+			break;
+		slicer_waiter(i);
+	}
+}
+
 static __always_inline u64 cpu_slice(s32 cpu)
 {
 	u64 s = 0;
@@ -671,6 +728,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		} else {
 			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 		}
+		slicer_waiter(cpu);
 		if (st && st->hi_running)
 			starve_open(st, cpu, bpf_ktime_get_ns());
 		else if (wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP))
@@ -696,6 +754,10 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 			starve_open(st, cpu, bpf_ktime_get_ns());
 	}
 	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (own)
+		slicer_waiter(cpu);
+	else if (idle < 0)
+		slicer_waiter_any();
 	if (idle >= 0)
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 	else if (wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP))
@@ -828,13 +890,18 @@ static int slice_timer_fn(void *map, int *key, struct slice_ctx *sc)
  * slice-end thread, and wake it if it is parked or would wake too late.
  * len_ns is what a run with a whole slice gets before it is due; with the
  * gap from the thread's last sleep to a run start, the thread's prediction.
+ *
+ * A parked thread is not woken for a run that nobody waits behind (the
+ * CPU's DSQ, its local DSQ and the shared DSQ empty): ending that slice
+ * would only give the CPU back to the same task. On a nohz_full CPU where a
+ * kernel thread runs now and then, each such run cost two wake-ups of the
+ * thread (the run's start and its due time). A task queued for the CPU
+ * later wakes it (slicer_waiter()).
  */
 static __always_inline void slicer_arm(s32 cpu, u64 now, u64 due_ns, u64 len_ns)
 {
 	struct floor_slicer *sl = slicer(cpu);
 	u64 slept, gap;
-	u32 key = cpu;
-	void *rb;
 
 	if (!sl)
 		return;
@@ -850,10 +917,14 @@ static __always_inline void slicer_arm(s32 cpu, u64 now, u64 due_ns, u64 len_ns)
 	}
 	if (sl->wake_ns && sl->wake_ns <= due_ns + slicer_slack(len_ns))
 		return;
+	if (!sl->wake_ns && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) &&
+	    !scx_bpf_dsq_nr_queued(cpu) && !scx_bpf_dsq_nr_queued(FLOOR_SHARED_DSQ)) {
+		if (!__sync_lock_test_and_set(&slicer_deferred[cpu & (FLOOR_MAX_CPUS - 1)], 1))
+			__sync_fetch_and_add(&nr_slicers_deferred, 1);
+		return;
+	}
 	sl->wake_ns = due_ns;
-	rb = bpf_map_lookup_elem(&slicer_wake, &key);
-	if (rb)
-		bpf_ringbuf_output(rb, &key, sizeof(key), 0);
+	slicer_wake_up(cpu);
 }
 
 /*
@@ -1083,6 +1154,7 @@ static __always_inline void spread_drain(void)
 {
 	u32 i, n = scx_bpf_nr_cpu_ids();
 	struct task_struct *p;
+	bool moved = false;
 
 	bpf_for(i, 0, n) {
 		struct floor_cpu_stat *st;
@@ -1104,9 +1176,13 @@ static __always_inline void spread_drain(void)
 			if (only_this_cpu(p))
 				continue;
 			scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, p->scx.dsq_vtime);
-			scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, FLOOR_SHARED_DSQ, 0);
+			if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, FLOOR_SHARED_DSQ, 0))
+				moved = true;
 		}
 	}
+	/* They wait in the shared DSQ now: runs elsewhere have slices to end. */
+	if (moved)
+		slicer_waiter_any();
 }
 
 /*
