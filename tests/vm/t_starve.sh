@@ -10,13 +10,19 @@
 # wait, >= 2 s), and the guard's rescues are counted.
 # A task that sleeps and wakes every 10 ms among the hogs (a SCHED_OTHER
 # cyclictest thread) must not queue behind them: its mean wake-up latency
-# stays within 3 ms of the emulator's own (a SCHED_FIFO 99 cyclictest thread
-# per CPU at the same interval, in the same window). Measured 2026-12-04:
-# working, the mean 1.9-3.3 ms in 9 runs (1.0-2.1 ms above the emulator's
-# in the 3 that measured it); with vtime_now dragged ahead by rescued runs
-# (the broken variant: wake-ups placed behind the hogs) 5.6-6.2 ms in 5 runs
-# (4.7-5.1 ms above the emulator's in 3).
-# Its max does not tell them apart (working 34-477 ms, broken 270-325 ms):
+# stays under 1 ms + 3 x the emulator's own (a SCHED_FIFO 99 cyclictest
+# thread per CPU at the same interval, in the same window). Its wake-up
+# passes the emulator's timer and wake-up path and then a preemption (a kick
+# or the slice's end), each as slow as the emulator is in that boot: in the
+# 29 runs on record (2026-12-04..06) the mean was 1.3-3.1 x the FIFO 99
+# threads' (0.96-4.7 ms against 0.54-1.68 ms), and the part above it grew
+# with it (0.27-1.1 ms above where the emulator's was under 0.75 ms, 0.9-3.1
+# ms above where it was over 1.2 ms): a fixed 3 ms above failed the project's
+# CI once, at 4.7 ms against 1.68 ms. With
+# vtime_now dragged ahead by rescued runs (the broken variant, 2026-12-04:
+# wake-ups placed behind the hogs) the mean was 5.6-6.2 ms in 5 runs, 4.7-5.1
+# ms above an emulator of about 1 ms (bound there: about 4 ms).
+# Its max does not tell them apart (working 34-607 ms, broken 270-325 ms):
 # it is held to the starvation guard's promise, 1 s plus the emulator's
 # max, which no waking task may wait past.
 source "$(dirname "$0")/lib.sh"
@@ -52,17 +58,17 @@ read -r cavg cmax < <(cyclictest_avg_max <"$LOGDIR/starve.cyc")
 rmax=$(sed -n 's/.*Max: *\([0-9]*\).*/\1/p' "$LOGDIR/starve.rt" | sort -n | tail -1)
 ravg=$(sed -n 's/.*Avg: *\([0-9]*\).*/\1/p' "$LOGDIR/starve.rt" | sort -n | tail -1)
 [ -n "$rmax" ] || fail "no FIFO 99 cyclictest result: $(cat "$LOGDIR/starve.rt")"
-avg_bound=$((3000 + ravg))
+avg_bound=$((1000 + 3 * ravg))
 max_bound=$((1000000 + rmax))
 note "nice-19 probe behind 80 nice-0 hogs on 2 CPUs: longest wait $max_ms ms, $resc starvation rescues"
 note "a task waking every 10 ms among them: wake-up latency avg $cavg us, max $cmax us (the emulator: FIFO 99 avg $ravg us, max $rmax us)"
 figure nice19_longest_wait_ms "$max_ms" "<= 1900"
-figure wakeup_latency_avg_us "$cavg" "<= 3000 + emulator avg"
+figure wakeup_latency_avg_us "$cavg" "<= 1000 + 3 x emulator avg"
 figure wakeup_latency_max_us "$cmax" "<= 1000000 + emulator max"
 figure emulator_wakeup_avg_us "$ravg" "-"
 figure emulator_wakeup_max_us "$rmax" "-"
 figure rescues "$resc" "> 0"
-[ "$cavg" -le "$avg_bound" ] || fail "a waking task waited $cavg us on average (bound $avg_bound: 3 ms + the FIFO 99 threads' $ravg): vtime_now was dragged ahead?"
+[ "$cavg" -le "$avg_bound" ] || fail "a waking task waited $cavg us on average (bound $avg_bound: 1 ms + 3 x the FIFO 99 threads' $ravg): vtime_now was dragged ahead?"
 [ "$cmax" -le "$max_bound" ] || fail "a waking task waited $cmax us (bound $max_bound: the starvation guard's 1 s + the FIFO 99 threads' max $rmax)"
 [ "$max_ms" -le 1900 ] || fail "the nice-19 task waited $max_ms ms: a rescued run cut short?"
 [ "$resc" -gt 0 ] || fail "no starvation rescue counted"
