@@ -606,10 +606,16 @@ impl<'v> Planner<'v> {
                     self.journal.forget(slot);
                     self.free_slots.push(slot);
                 }
-                self.view.forget_waiter(tid);
                 self.counts.fifo = self.counts.fifo.saturating_sub(1);
                 self.counts.failed += 1;
-                self.server.drop_boost(tid);
+                if e.raw_os_error() == Some(libc::ETIMEDOUT) {
+                    // withdrawn, never made: the task still waits, in the
+                    // waiters map, and keeps its turn
+                    self.server.boost_missed(tid);
+                } else {
+                    self.view.forget_waiter(tid);
+                    self.server.drop_boost(tid);
+                }
             }
         }
         self.posted_spare = posted;

@@ -1352,6 +1352,18 @@ impl CpuServer {
         }
     }
 
+    /// A boost of `pid` that was never made: the executor did not take it
+    /// within its timeout (a SCHED_FIFO 99 or DEADLINE task held its CPU).
+    /// Dropped as [`CpuServer::drop_boost`] drops one, and not counted as
+    /// the task's turn: still waiting, it is among the first served next.
+    /// Counted as a turn, it went to the back of the line, and with 200
+    /// tasks taking turns on one CPU (a turn each about 5 s) the wait for
+    /// the next passed sched_ext's 10 s watchdog.
+    pub fn boost_missed(&mut self, pid: u32) {
+        self.drop_boost(pid);
+        self.served_in.remove(&pid);
+    }
+
     /// Forgets every boost (the caller restored them).
     pub fn drop_all(&mut self) {
         self.active.clear();
@@ -2210,6 +2222,47 @@ mod tests {
             vec![1, 2, 3],
             "each waiter served once in three periods"
         );
+    }
+
+    #[test]
+    fn a_boost_never_made_keeps_the_tasks_turn() {
+        let c = cfg_ns(20_000);
+        let ws = || vec![w(1, 100), w(2, 100), w(3, 100)];
+        let first = 1000 * MS - 20_000 - 2 * MS;
+        let smp = |now: u64, ran: u64| Sample {
+            now_ns: now,
+            normal_runtime_ns: ran,
+            boosted_runtime_ns: ran,
+            starved_since_ns: 1,
+            ..Default::default()
+        };
+        for missed in [false, true] {
+            let t = Tasks::new(&[1, 2, 3]);
+            let mut s = CpuServer::new(c, &at(0, 0, 0));
+            let b = boosts(&s.step(&smp(first, 0), |q| t.get(q), ws));
+            assert_eq!(b.len(), 1, "one boost of the whole budget");
+            let pid = b[0].0;
+            let ran = if missed {
+                // withdrawn before it was made: the task never ran; the
+                // next step, with the budget still owed, boosts it again
+                s.boost_missed(pid);
+                let b = boosts(&s.step(&smp(first + MS, 0), |q| t.get(q), ws));
+                assert_eq!(b.len(), 1, "the budget still owed: a boost");
+                assert_eq!(b[0].0, pid, "its turn again, not another task's");
+                continue;
+            } else {
+                t.run(pid, 20_000);
+                let st = s.step(&smp(first + 20_000, 20_000), |q| t.get(q), ws);
+                assert_eq!(restores(&st), vec![(pid, RestoreWhy::Exhausted)]);
+                20_000
+            };
+            // the next period: one that had its turn waits for the others'
+            let next = first + 1000 * MS;
+            s.step(&smp(next, ran), |q| t.get(q), Vec::new);
+            let b = boosts(&s.step(&smp(next, ran), |q| t.get(q), ws));
+            assert_eq!(b.len(), 1, "one boost in the next period");
+            assert_ne!(b[0].0, pid, "served last period: another task's turn");
+        }
     }
 
     fn starving(now_ms: u64, normal_ms: u64, boosted_ms: u64) -> Sample {
