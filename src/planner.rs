@@ -70,6 +70,36 @@ const EXEC_TAKE_TIMEOUT_NS: u64 = 100_000_000;
 /// the stop eventfd.
 const MAX_SLEEP_NS: u64 = crate::server::IDLE_RECHECK_NS;
 
+/// Shortest sleep of a planner after a step on the CPU it serves, ns.
+const OWN_CPU_MIN_SLEEP_NS: u64 = 1_000_000;
+
+/// When the planner of a CPU sleeps to after a step: at `next` (the
+/// server's time, ns on the monotonic clock) at the latest `now` +
+/// [`MAX_SLEEP_NS`]; on the CPU it serves, never before `now` +
+/// [`OWN_CPU_MIN_SLEEP_NS`]. There, at SCHED_FIFO 99, it holds the CPU
+/// from its executor (equal priority: no preemption) and from the tasks it
+/// boosted (below it). A boost's next check is due within its share, and a
+/// step under TCG (1-6 ms, with 200 waiters) outlasts a share of 1 ms: the
+/// planner would step again at once, never sleep, and the boosts it posted
+/// would never be made or run until the period's end emptied its list
+/// (traced: 950-990 ms runs of the planner on its own CPU, the executor's
+/// posts timing out, and sched_ext's watchdog ejecting scx_floor).
+fn sleep_deadline(next: u64, now: u64, on_served_cpu: bool) -> u64 {
+    let d = next.min(now.saturating_add(MAX_SLEEP_NS));
+    if on_served_cpu {
+        d.max(now.saturating_add(OWN_CPU_MIN_SLEEP_NS))
+    } else {
+        d
+    }
+}
+
+/// Whether the calling thread runs on `cpu` now (`sched_getcpu()`).
+fn on_cpu(cpu: usize) -> bool {
+    // SAFETY: no arguments; returns the CPU or -1.
+    let c = unsafe { libc::sched_getcpu() };
+    c >= 0 && c as usize == cpu
+}
+
 /// Whether `tid` may run only on CPUs that a higher class holds now (`hi`:
 /// each online CPU, and whether one holds it).
 fn all_allowed_hogged(tid: u32, hi: &[(usize, bool)]) -> bool {
@@ -1310,7 +1340,7 @@ fn plan_cpu(
         a.counts.step_ns += took;
         a.counts.step_max_ns = a.counts.step_max_ns.max(took);
         a.publish(report);
-        let mut deadline = next.min(monotonic_ns() + MAX_SLEEP_NS);
+        let mut deadline = sleep_deadline(next, monotonic_ns(), on_cpu(cpu));
         while sleep(deadline, &[rb.epoll_fd(), stop_fd]) {
             let _ = rb.consume();
             // A boosted task blocked. While another boosted task can run,
@@ -1354,6 +1384,19 @@ mod tests {
         f[39 - 3] = cpu.to_string();
         f[41 - 3] = policy.to_string();
         format!("1234 ({comm}) {}", f.join(" "))
+    }
+
+    #[test]
+    fn a_planner_on_its_own_cpu_always_sleeps() {
+        const MS: u64 = 1_000_000;
+        // a check already due: elsewhere at once, on its own CPU 1 ms on
+        assert_eq!(sleep_deadline(5 * MS, 7 * MS, false), 5 * MS);
+        assert_eq!(sleep_deadline(5 * MS, 7 * MS, true), 8 * MS);
+        // a later one is kept either way; MAX_SLEEP_NS caps both
+        assert_eq!(sleep_deadline(20 * MS, 7 * MS, true), 20 * MS);
+        let far = u64::MAX;
+        assert_eq!(sleep_deadline(far, 7 * MS, true), 7 * MS + MAX_SLEEP_NS);
+        assert_eq!(sleep_deadline(far, 7 * MS, false), 7 * MS + MAX_SLEEP_NS);
     }
 
     #[test]
