@@ -2242,7 +2242,7 @@ mod tests {
             let b = boosts(&s.step(&smp(first, 0), |q| t.get(q), ws));
             assert_eq!(b.len(), 1, "one boost of the whole budget");
             let pid = b[0].0;
-            let ran = if missed {
+            if missed {
                 // withdrawn before it was made: the task never ran; the
                 // next step, with the budget still owed, boosts it again
                 s.boost_missed(pid);
@@ -2250,16 +2250,14 @@ mod tests {
                 assert_eq!(b.len(), 1, "the budget still owed: a boost");
                 assert_eq!(b[0].0, pid, "its turn again, not another task's");
                 continue;
-            } else {
-                t.run(pid, 20_000);
-                let st = s.step(&smp(first + 20_000, 20_000), |q| t.get(q), ws);
-                assert_eq!(restores(&st), vec![(pid, RestoreWhy::Exhausted)]);
-                20_000
-            };
+            }
+            t.run(pid, 20_000);
+            let st = s.step(&smp(first + 20_000, 20_000), |q| t.get(q), ws);
+            assert_eq!(restores(&st), vec![(pid, RestoreWhy::Exhausted)]);
             // the next period: one that had its turn waits for the others'
             let next = first + 1000 * MS;
-            s.step(&smp(next, ran), |q| t.get(q), Vec::new);
-            let b = boosts(&s.step(&smp(next, ran), |q| t.get(q), ws));
+            s.step(&smp(next, 20_000), |q| t.get(q), Vec::new);
+            let b = boosts(&s.step(&smp(next, 20_000), |q| t.get(q), ws));
             assert_eq!(b.len(), 1, "one boost in the next period");
             assert_ne!(b[0].0, pid, "served last period: another task's turn");
         }
