@@ -42,13 +42,28 @@ figure() {
 	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(basename "$0" .sh)" "$1" "$2" "${3:-}" "$(uname -r)" "${boot% }" >>"$FIGURES"
 }
 
-scx_state() { cat $SCX/state 2>/dev/null || echo missing; }
+# read_file FILE: FILE's first line, read by the shell itself (no cat: under
+# TCG each fork and exec of a polling loop's helper costs 0.1 s or more);
+# fails if FILE cannot be read.
+read_file() {
+	local v=
+	{ read -r v <"$1" || [ -n "$v" ]; } 2>/dev/null || return 1
+	echo "$v"
+}
+
+# nap SECS: sleep without a fork, on a pipe nobody writes to (/bin/sleep
+# costs 0.1-0.2 s of fork and exec under TCG: a 0.05 s poll took 0.12 s).
+# For polling loops; the measurements keep their own sleeps.
+exec {NAP_FD}<> <(:)
+nap() { read -rt "$1" -u "$NAP_FD" _ || true; }
+
+scx_state() { read_file $SCX/state || echo missing; }
 
 # enable_seq: how many times a BPF scheduler has been enabled since boot
 # ("none" where the kernel lacks the file). A test that must see no
 # ejection compares it before and after: scx_floor reloads by itself when
 # the kernel asks for a restart, which "state enabled" alone would not show.
-enable_seq() { cat $SCX/enable_seq 2>/dev/null || echo none; }
+enable_seq() { read_file $SCX/enable_seq || echo none; }
 
 # assert_not_ejected SEQ0 [WHAT]: scx_floor ($FLOOR_PID) still runs, sched_ext
 # is enabled, and enable_seq is still SEQ0 (read after start_floor): never
@@ -64,14 +79,15 @@ assert_not_ejected() {
 # -q output on stdin (nothing if there is none).
 cyclictest_avg_max() { sed -n 's/.*Avg: *\([0-9]*\).*Max: *\([0-9]*\).*/\1 \2/p' | head -1; }
 
-# wait_state STATE SECS: poll /sys/kernel/sched_ext/state until it is STATE.
+# wait_state STATE SECS: poll /sys/kernel/sched_ext/state until it is
+# STATE, for at most SECS of wall-clock time.
 wait_state() {
-	local want=$1 secs=${2:-20} i
-	for ((i = 0; i < secs * 10; i++)); do
+	local want=$1 secs=${2:-20} t0=${EPOCHREALTIME/./}
+	while :; do
 		[ "$(scx_state)" = "$want" ] && return 0
-		sleep 0.1
+		[ $(((${EPOCHREALTIME/./} - t0) / 1000000)) -lt "$secs" ] || return 1
+		nap 0.05
 	done
-	return 1
 }
 
 # start_floor ARGS...: start scx_floor in the background, wait until enabled.
@@ -317,7 +333,7 @@ first_service_ms() {
 }
 
 # ext_server_runtime CPU: the kernel's ext_server runtime (ns) on CPU.
-ext_server_runtime() { cat /sys/kernel/debug/sched/ext_server/cpu$1/runtime || echo missing; }
+ext_server_runtime() { read_file /sys/kernel/debug/sched/ext_server/cpu$1/runtime || echo missing; }
 
 # The root domain's SCHED_DEADLINE admission total (dl_bw->total_bw, 1<<20 =
 # one CPU), the largest over the CPUs' lines in sched/debug: the bandwidth of
@@ -447,7 +463,7 @@ wait_for() {
 		ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
 		"$@" && { echo "$ms"; return 0; }
 		[ "$ms" -lt $((secs * 1000)) ] || return 1
-		sleep "${WAIT_POLL:-0.05}"
+		nap "${WAIT_POLL:-0.05}"
 	done
 }
 
