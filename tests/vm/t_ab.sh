@@ -76,10 +76,26 @@ done
 # SIGINT in S1 with the fair_server off, SIGTERM while scx_floor serves (exit
 # 130, knobs restored); SIGKILL while scx_floor serves (no cleanup can run: the
 # children's parent-death signals stop the hogs and unload scx_floor).
+# The runs below are signalled mid-scenario, so they are full runs (S0 10 s,
+# S1 a 6.5 s window), not --quick ones: a --quick S1 ends about 4 s after
+# its start, and with the binaries on a tmpfs one once ended before a
+# signal sent 4 s after it (CI at 5fe44d6: "a second harness ran beside
+# the first"). mid_run waits for the scenario itself: the fair_server off
+# (stock-noserver) or scx_floor enabled (scx-floor), then 1 s more.
+fair_off() { [ "$(read_file /sys/kernel/debug/sched/fair_server/cpu$CPU/runtime)" = 0 ]; }
+mid_run() { # CONFIG PID WHAT: the harness PID's run of CONFIG is under way
+	case $1 in
+	stock-noserver) wait_for 20 fair_off >/dev/null || fail "$3: the fair_server never went off" ;;
+	scx-floor) wait_state enabled 30 || fail "$3: scx_floor never enabled" ;;
+	*) fail "mid_run: no rule for $1" ;;
+	esac
+	sleep 1
+	kill -0 "$2" 2>/dev/null || fail "$3: the harness had ended before the signal: the case shows nothing"
+}
 interrupt() { # SIG CONFIG SCENARIO EXIT
-	"$AB" --quick --configs "$2" --scenarios "$3" --cpu $CPU --out "$OUT.sig" >/dev/null 2>"$OUT.sig.err" &
+	"$AB" --configs "$2" --scenarios "$3" --cpu $CPU --out "$OUT.sig" >/dev/null 2>"$OUT.sig.err" &
 	local p=$! rc
-	sleep 4
+	mid_run "$2" $p "SIG$1 during $3 / $2"
 	kill -"$1" $p
 	wait $p; rc=$?
 	[ $rc = "$4" ] || fail "SIG$1 during $3 / $2: exit $rc, want $4"
@@ -99,11 +115,12 @@ interrupt KILL scx-floor s1 137
 # the fair_server stays off. A second harness meanwhile is refused (one at a
 # time); the next run puts the knob back from the harness's journal
 # (/run/scx_floor-ab/knobs) before it changes anything, and says so.
-"$AB" --quick --configs stock-noserver --scenarios s1 --cpu $CPU --out "$OUT.kill" >/dev/null 2>"$OUT.kill.err" &
+"$AB" --configs stock-noserver --scenarios s1 --cpu $CPU --out "$OUT.kill" >/dev/null 2>"$OUT.kill.err" &
 p=$!
-sleep 4
+mid_run stock-noserver $p "SIGKILL in S1 / stock-noserver"
 out=$("$AB" --quick --configs stock --scenarios s2 --cpu $CPU --out "$OUT.two" 2>&1) && fail "a second harness ran beside the first"
 grep -q "scx_floor-ab/lock has been held" <<<"$out" || fail "a second harness: $out"
+kill -0 $p 2>/dev/null || fail "SIGKILL in S1 / stock-noserver: the harness had ended before the signal"
 kill -KILL $p
 wait $p
 grep -q "fair=0 " <<<"$(knobs) " || fail "SIGKILL in S1 / stock-noserver: the fair_server is $(knobs), not off: the case shows nothing"
