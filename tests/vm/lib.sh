@@ -48,14 +48,18 @@ figure() {
 read_file() {
 	local v=
 	{ read -r v <"$1" || [ -n "$v" ]; } 2>/dev/null || return 1
-	echo "$v"
+	printf '%s\n' "$v"
 }
 
 # nap SECS: sleep without a fork, on a pipe nobody writes to (/bin/sleep
 # costs 0.1-0.2 s of fork and exec under TCG: a 0.05 s poll took 0.12 s).
-# For polling loops; the measurements keep their own sleeps.
-exec {NAP_FD}<> <(:)
-nap() { read -rt "$1" -u "$NAP_FD" _ || true; }
+# For polling loops; the measurements keep their own sleeps. Without the
+# pipe (no /dev/fd), /bin/sleep.
+NAP_FD=
+exec {NAP_FD}<> <(:) 2>/dev/null || NAP_FD=
+nap() {
+	if [ -n "$NAP_FD" ]; then read -rt "$1" -u "$NAP_FD" _ || true; else sleep "$1"; fi
+}
 
 scx_state() { read_file $SCX/state || echo missing; }
 
@@ -93,11 +97,16 @@ wait_state() {
 # start_floor ARGS...: start scx_floor in the background, wait until enabled.
 # Sets FLOOR_PID and FLOOR_LOG. FLOOR_WRAP=setsid starts it in a process
 # group (and session) of its own, as a shell with job control would.
+# Waits up to 60 s, and no longer than scx_floor lives: by design a start
+# may wait up to about 30 s (the state directory's lock 15 s, a journal
+# replay's EBUSY retries 10 s, SCHED_DEADLINE room 2 s, then the load).
+floor_up_or_gone() { [ "$(scx_state)" = enabled ] || ! kill -0 "$FLOOR_PID" 2>/dev/null; }
 start_floor() {
 	FLOOR_LOG=$LOGDIR/floor.$$.$RANDOM.log
 	${FLOOR_WRAP:-} chrt -o 0 "$FLOOR" "$@" >"$FLOOR_LOG" 2>&1 &
 	FLOOR_PID=$!
-	if ! wait_state enabled 30 || ! kill -0 "$FLOOR_PID" 2>/dev/null; then
+	wait_for 60 floor_up_or_gone >/dev/null
+	if [ "$(scx_state)" != enabled ] || ! kill -0 "$FLOOR_PID" 2>/dev/null; then
 		cat "$FLOOR_LOG" >&2
 		fail "scx_floor did not reach state enabled (state: $(scx_state))"
 	fi
