@@ -80,22 +80,34 @@ done
 # S1 a 6.5 s window), not --quick ones: a --quick S1 ends about 4 s after
 # its start, and with the binaries on a tmpfs one once ended before a
 # signal sent 4 s after it (CI at 5fe44d6: "a second harness ran beside
-# the first"). mid_run waits for the scenario itself: the fair_server off
-# (stock-noserver) or scx_floor enabled (scx-floor), then 1 s more.
+# the first"). mid_run waits for the scenario itself, then 1 s more: the
+# fair_server off (stock-noserver), or scx_floor serving CPU 1 (its
+# ext_server runtime 0, set once the server takes over; the harness starts
+# its hogs after that). The knobs are back before each case (knobs_back).
 fair_off() { [ "$(read_file /sys/kernel/debug/sched/fair_server/cpu$CPU/runtime)" = 0 ]; }
-mid_run() { # CONFIG PID WHAT: the harness PID's run of CONFIG is under way
+floor_serving() { [ "$(scx_state)" = enabled ] && ext_server_is $CPU 0; }
+under_way() { # CONDITION PID: CONDITION holds, or the harness PID is gone
+	"$1" || ! kill -0 "$2" 2>/dev/null
+}
+mid_run() { # CONFIG PID ERRFILE WHAT: the harness PID's run of CONFIG is under way
+	local cond
 	case $1 in
-	stock-noserver) wait_for 20 fair_off >/dev/null || fail "$3: the fair_server never went off" ;;
-	scx-floor) wait_state enabled 30 || fail "$3: scx_floor never enabled" ;;
+	stock-noserver) cond=fair_off ;;
+	scx-floor) cond=floor_serving ;;
 	*) fail "mid_run: no rule for $1" ;;
 	esac
-	sleep 1
-	kill -0 "$2" 2>/dev/null || fail "$3: the harness had ended before the signal: the case shows nothing"
+	if wait_for 30 under_way $cond "$2" >/dev/null && kill -0 "$2" 2>/dev/null; then
+		sleep 1
+		kill -0 "$2" 2>/dev/null && return 0
+	fi
+	# stopped as an operator would (its cleanup runs), its last words shown
+	kill -INT "$2" 2>/dev/null; wait "$2"
+	fail "$4: the harness ended, or its scenario never got under way ($cond), before the signal: $(tail -3 "$3" | tr '\n' ' ')"
 }
 interrupt() { # SIG CONFIG SCENARIO EXIT
 	"$AB" --configs "$2" --scenarios "$3" --cpu $CPU --out "$OUT.sig" >/dev/null 2>"$OUT.sig.err" &
 	local p=$! rc
-	mid_run "$2" $p "SIG$1 during $3 / $2"
+	mid_run "$2" $p "$OUT.sig.err" "SIG$1 during $3 / $2"
 	kill -"$1" $p
 	wait $p; rc=$?
 	[ $rc = "$4" ] || fail "SIG$1 during $3 / $2: exit $rc, want $4"
@@ -117,7 +129,7 @@ interrupt KILL scx-floor s1 137
 # (/run/scx_floor-ab/knobs) before it changes anything, and says so.
 "$AB" --configs stock-noserver --scenarios s1 --cpu $CPU --out "$OUT.kill" >/dev/null 2>"$OUT.kill.err" &
 p=$!
-mid_run stock-noserver $p "SIGKILL in S1 / stock-noserver"
+mid_run stock-noserver $p "$OUT.kill.err" "SIGKILL in S1 / stock-noserver"
 out=$("$AB" --quick --configs stock --scenarios s2 --cpu $CPU --out "$OUT.two" 2>&1) && fail "a second harness ran beside the first"
 grep -q "scx_floor-ab/lock has been held" <<<"$out" || fail "a second harness: $out"
 kill -0 $p 2>/dev/null || fail "SIGKILL in S1 / stock-noserver: the harness had ended before the signal"
