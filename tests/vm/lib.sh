@@ -84,15 +84,9 @@ assert_not_ejected() {
 cyclictest_avg_max() { sed -n 's/.*Avg: *\([0-9]*\).*Max: *\([0-9]*\).*/\1 \2/p' | head -1; }
 
 # wait_state STATE SECS: poll /sys/kernel/sched_ext/state until it is
-# STATE, for at most SECS of wall-clock time.
-wait_state() {
-	local want=$1 secs=${2:-20} t0=${EPOCHREALTIME/./}
-	while :; do
-		[ "$(scx_state)" = "$want" ] && return 0
-		[ $(((${EPOCHREALTIME/./} - t0) / 1000000)) -lt "$secs" ] || return 1
-		nap 0.05
-	done
-}
+# STATE, for at most SECS (default 20) of wall-clock time (wait_for).
+state_is() { [ "$(scx_state)" = "$1" ]; }
+wait_state() { wait_for "${2:-20}" state_is "$1" >/dev/null; }
 
 # start_floor ARGS...: start scx_floor in the background, wait until enabled.
 # Sets FLOOR_PID and FLOOR_LOG. FLOOR_WRAP=setsid starts it in a process
