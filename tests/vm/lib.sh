@@ -54,9 +54,10 @@ read_file() {
 # nap SECS: sleep without a fork, on a pipe nobody writes to (/bin/sleep
 # costs 0.1-0.2 s of fork and exec under TCG: a 0.05 s poll took 0.12 s).
 # For polling loops; the measurements keep their own sleeps. Without the
-# pipe (no /dev/fd), /bin/sleep.
+# pipe (no /dev/fd), /bin/sleep. The braces scope the 2>/dev/null to the
+# attempt: on exec itself it would redirect the test's stderr for good.
 NAP_FD=
-exec {NAP_FD}<> <(:) 2>/dev/null || NAP_FD=
+{ exec {NAP_FD}<> <(:); } 2>/dev/null || NAP_FD=
 nap() {
 	if [ -n "$NAP_FD" ]; then read -rt "$1" -u "$NAP_FD" _ || true; else sleep "$1"; fi
 }
