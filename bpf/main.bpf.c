@@ -123,6 +123,22 @@ u64 nr_cpu_hotplug;
  * leaves cpu_online_mask, and a planner woken by its kick read it there.
  */
 u8 cpu_hp_state[FLOOR_MAX_CPUS];
+/*
+ * Virtual time has one clock per DSQ, as the kernel's fair class keeps one
+ * min_vruntime per runqueue: cpu_vnow[N] for CPU N's DSQ (and its local
+ * one), vtime_now for the shared DSQ. CPUs with more tasks queued advance
+ * their clock more slowly. With one clock for all, the tasks of a slower CPU
+ * fall more than a slice behind it and are placed at the clock minus a
+ * slice at every requeue: they take turns whatever their weights, and a
+ * waking sleeper there queues behind them instead of preempting
+ * (docs/design.md, Decisions: "A vtime clock per CPU"). A task's vtime is
+ * kept in the frame of the DSQ it was last queued on or ran from
+ * (task_ctx.frame) and is moved to another frame with its lag (vtime minus
+ * the clock) unchanged, as the kernel's fair class carried a migrating
+ * task's vruntime relative to min_vruntime. vtime_now is the highest CPU
+ * clock.
+ */
+u64 cpu_vnow[FLOOR_MAX_CPUS];
 u64 vtime_now;
 
 /* True between ops.init() and ops.exit(): the tracepoint must not call the
@@ -567,7 +583,12 @@ struct task_ctx {
 	u64 vtime;
 	u64 valid;
 	u64 wait_since_ns;
+	/* The clock p->scx.dsq_vtime (and vtime) is measured against: a CPU, or
+	 * FRAME_SHARED for vtime_now (see cpu_vnow). */
+	u64 frame;
 };
+
+#define FRAME_SHARED ((u64)FLOOR_SHARED_DSQ)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -584,8 +605,11 @@ static __always_inline struct task_ctx *task_ctx_of(struct task_struct *p)
 	if (tc)
 		return tc;
 	tc = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (tc)
+	if (tc) {
 		tc->wait_since_ns = bpf_ktime_get_ns();
+		/* ops.enable() placed it on vtime_now, the shared DSQ's clock. */
+		tc->frame = FRAME_SHARED;
+	}
 	return tc;
 }
 
@@ -633,6 +657,48 @@ static __always_inline u64 task_vtime(struct task_struct *p, bool clear)
 	return vtime;
 }
 
+/* The clock of frame f (a CPU, or FRAME_SHARED), ns of virtual time. */
+static __always_inline u64 frame_clock(u64 f)
+{
+	u64 i = f & (FLOOR_MAX_CPUS - 1);
+
+	/*
+	 * The index is masked and hidden from the optimizer: clang otherwise
+	 * drops the mask inside the test and computes the address before it,
+	 * which the verifier refuses as an unbounded offset.
+	 */
+	asm volatile("" : "+r"(i));
+	if (f < FLOOR_MAX_CPUS)
+		return cpu_vnow[i];
+	return vtime_now;
+}
+
+/* vtime v of frame from, moved to frame to with its lag kept. */
+static __always_inline u64 frame_move(u64 v, u64 from, u64 to)
+{
+	if (from == to)
+		return v;
+	return v - frame_clock(from) + frame_clock(to);
+}
+
+/*
+ * Moves p's vtime (and a stashed one) into frame to and records it; p
+ * without a context (ENOMEM) keeps its vtime as it is.
+ */
+static __always_inline void task_frame_set(struct task_struct *p, u64 to)
+{
+	struct task_ctx *tc = task_ctx_of(p);
+
+	if (!tc)
+		return;
+	if (tc->frame != to) {
+		p->scx.dsq_vtime = frame_move(p->scx.dsq_vtime, tc->frame, to);
+		if (tc->valid)
+			tc->vtime = frame_move(tc->vtime, tc->frame, to);
+		tc->frame = to;
+	}
+}
+
 s32 BPF_STRUCT_OPS(floor_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool is_idle = false;
@@ -651,6 +717,19 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	bool sleeper = false, reader, migr, own;
 	struct floor_cpu_stat *st = cpu_stat(cpu);
 	struct task_ctx *rs;
+	u64 frame, clock;
+
+	/*
+	 * Its CPU's DSQ (pinned, or every task with per-CPU DSQs) unless a
+	 * higher class holds that CPU, or took it from this task
+	 * (SCX_ENQ_REENQ): then the shared DSQ, where every CPU it may use
+	 * looks. Its vtime moves to that DSQ's clock.
+	 */
+	own = only_this_cpu(p) ||
+	      (percpu_dsq && !(enq_flags & SCX_ENQ_REENQ) && !(st && st->hi_running));
+	frame = own ? (u64)cpu : FRAME_SHARED;
+	task_frame_set(p, frame);
+	clock = frame_clock(frame);
 
 	/* Queued before as a preempted reader, dequeued without running. */
 	p->scx.dsq_vtime = task_vtime(p, true);
@@ -663,10 +742,14 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	 * and preempting for them costs throughput (docs/design.md, Decisions:
 	 * "Wake-up preemption only for sleepers").
 	 */
-	if (vtime_before(vtime, vtime_now - slice)) {
-		vtime = vtime_now - slice;
-		sleeper = true;
-	}
+	/*
+	 * A sleeper by the highest clock (vtime_now), as when all CPUs shared
+	 * one: on a CPU whose clock lags, a task that slept a while is one
+	 * even if that clock has not moved a slice since it last ran.
+	 */
+	sleeper = vtime_before(vtime, vtime_now - slice);
+	if (vtime_before(vtime, clock - slice))
+		vtime = clock - slice;
 
 	/*
 	 * A preempted RCU reader queues ahead of any capped sleeper, with its
@@ -690,12 +773,12 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	/* Switched out with migration disabled (see only_this_cpu()). */
 	migr = p->nr_cpus_allowed > 1 && only_this_cpu(p);
 	if ((reader || migr || ((enq_flags & SCX_ENQ_REENQ) && p->scx.slice >= slice / 2)) &&
-	    vtime_before(vtime_now - 2 * slice, vtime)) {
+	    vtime_before(clock - 2 * slice, vtime)) {
 		rs = task_ctx_of(p);
 		if (rs) {
 			rs->vtime = vtime;
 			rs->valid = 1;
-			vtime = vtime_now - 2 * slice;
+			vtime = clock - 2 * slice;
 			if (st && reader)
 				__sync_fetch_and_add(&st->nr_rcu_boost, 1);
 		}
@@ -738,13 +821,10 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 
 	/*
-	 * On its CPU's DSQ unless a higher class holds that CPU, or took it
-	 * from this task (SCX_ENQ_REENQ): then the shared DSQ, where every CPU
-	 * it may use looks. The enqueue and the switch hook that sets
-	 * hi_running both run under the CPU's runqueue lock: a higher class
-	 * that takes the CPU later finds the task in the hook's walk.
+	 * (own, above.) The enqueue and the switch hook that sets hi_running
+	 * both run under the CPU's runqueue lock: a higher class that takes
+	 * the CPU later finds the task in the hook's walk.
 	 */
-	own = percpu_dsq && !(enq_flags & SCX_ENQ_REENQ) && !(st && st->hi_running);
 	scx_bpf_dsq_insert_vtime(p, own ? (u64)cpu : FLOOR_SHARED_DSQ, slice, vtime, enq_flags);
 	if (!own) {
 		/* Re-enqueued because a higher class took this CPU: it moves away. */
@@ -761,15 +841,16 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	if (idle >= 0)
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 	else if (wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP))
-		wakeup_preempt_check(cpu, vtime, slice, st);
+		wakeup_preempt_check(cpu, frame_move(vtime, frame, cpu), slice, st);
 }
 
 /* Per CPU: the last starvation scan, ns. */
 static u64 starve_scan_ns[FLOOR_MAX_CPUS];
 
 /*
- * vtime_now, where new and waking tasks are placed, follows the runs that
- * start but never passes the head of the queues this CPU dispatches from
+ * The clock of cpu (cpu_vnow; vtime_now is the highest of them), where new
+ * and waking tasks are placed, follows the runs that start there (vtime, in
+ * cpu's frame) but never passes the head of the queues cpu dispatches from
  * (its own DSQ and the shared one), as the kernel's fair class keeps
  * min_vruntime at or below the leftmost queued entity. Runs out of vtime
  * order (a task the starvation guard rescued, a per-CPU kthread put straight
@@ -786,13 +867,20 @@ static __always_inline u64 vtime_now_advance(s32 cpu, u64 vtime)
 	 * all held by RT stays at the head, served only by boosts (RT runs,
 	 * never charged), and would freeze vtime_now on every CPU.
 	 */
+	u64 head;
+
 	q = __COMPAT_scx_bpf_dsq_peek(FLOOR_SHARED_DSQ);
-	if (q && bpf_cpumask_test_cpu(cpu, q->cpus_ptr) &&
-	    vtime_before(q->scx.dsq_vtime, vtime))
-		vtime = q->scx.dsq_vtime;
+	if (q && bpf_cpumask_test_cpu(cpu, q->cpus_ptr)) {
+		head = frame_move(q->scx.dsq_vtime, FRAME_SHARED, cpu);
+		if (vtime_before(head, vtime))
+			vtime = head;
+	}
 	q = __COMPAT_scx_bpf_dsq_peek(cpu);
 	if (q && vtime_before(q->scx.dsq_vtime, vtime))
 		vtime = q->scx.dsq_vtime;
+	if (cpu >= 0 && cpu < FLOOR_MAX_CPUS &&
+	    vtime_before(cpu_vnow[cpu & (FLOOR_MAX_CPUS - 1)], vtime))
+		cpu_vnow[cpu & (FLOOR_MAX_CPUS - 1)] = vtime;
 	if (vtime_before(vtime_now, vtime))
 		vtime_now = vtime;
 	return vtime;
@@ -957,6 +1045,9 @@ static __always_inline void run_begin(struct task_struct *p)
 	struct cur_run *r = cur_run(cpu);
 	u64 lead, slice = cpu_slice(cpu), head;
 
+	/* Its vtime, from the DSQ it was queued on (or stolen from), is cpu's now. */
+	if (cpu >= 0)
+		task_frame_set(p, (u64)cpu);
 	head = vtime_now_advance(cpu, p->scx.dsq_vtime);
 	/* A task queued at the front runs on its own vtime. */
 	p->scx.dsq_vtime = task_vtime(p, true);
@@ -1154,7 +1245,9 @@ static __always_inline void spread_drain(void)
 {
 	u32 i, n = scx_bpf_nr_cpu_ids();
 	struct task_struct *p;
+	struct task_ctx *tc;
 	bool moved = false;
+	u64 from;
 
 	bpf_for(i, 0, n) {
 		struct floor_cpu_stat *st;
@@ -1175,9 +1268,23 @@ static __always_inline void spread_drain(void)
 		bpf_for_each(scx_dsq, p, i, 0) {
 			if (only_this_cpu(p))
 				continue;
-			scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER, p->scx.dsq_vtime);
-			if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, FLOOR_SHARED_DSQ, 0))
-				moved = true;
+			/*
+			 * Its lag on CPU i's clock becomes its lag on the shared
+			 * one (a queued task's dsq_vtime is the DSQ's key: the
+			 * move sets it).
+			 */
+			tc = task_ctx_of(p);
+			from = tc ? tc->frame : FRAME_SHARED;
+			scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
+						   frame_move(p->scx.dsq_vtime, from, FRAME_SHARED));
+			if (!scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, FLOOR_SHARED_DSQ, 0))
+				continue;
+			moved = true;
+			if (tc && from != FRAME_SHARED) {
+				if (tc->valid)
+					tc->vtime = frame_move(tc->vtime, from, FRAME_SHARED);
+				tc->frame = FRAME_SHARED;
+			}
 		}
 	}
 	/* They wait in the shared DSQ now: runs elsewhere have slices to end. */
@@ -1223,7 +1330,9 @@ void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 	/* Take the lower vtime of the CPU's own DSQ and the shared one. */
 	own = __COMPAT_scx_bpf_dsq_peek(cpu);
 	shared = __COMPAT_scx_bpf_dsq_peek(FLOOR_SHARED_DSQ);
-	own_first = own && (!shared || vtime_before(own->scx.dsq_vtime, shared->scx.dsq_vtime));
+	own_first = own && (!shared || vtime_before(own->scx.dsq_vtime,
+						    frame_move(shared->scx.dsq_vtime,
+							       FRAME_SHARED, cpu)));
 
 	if (scx_bpf_dsq_move_to_local(own_first ? cpu : FLOOR_SHARED_DSQ, 0) ||
 	    scx_bpf_dsq_move_to_local(own_first ? FLOOR_SHARED_DSQ : cpu, 0))
@@ -1258,6 +1367,7 @@ void BPF_STRUCT_OPS(floor_enable, struct task_struct *p)
 	if (rs) {
 		rs->valid = 0;
 		rs->wait_since_ns = bpf_ktime_get_ns();
+		rs->frame = FRAME_SHARED;
 	}
 	p->scx.dsq_vtime = vtime_now;
 }
