@@ -130,8 +130,8 @@ u8 cpu_hp_state[FLOOR_MAX_CPUS];
  * their clock more slowly. With one clock for all, the tasks of a slower CPU
  * fall more than a slice behind it and are placed at the clock minus a
  * slice at every requeue: they take turns whatever their weights, and a
- * waking sleeper there queues behind them instead of preempting
- * (docs/design.md, Decisions: "A vtime clock per CPU"). A task's vtime is
+ * waking sleeper there queues behind them instead of preempting (t_weight;
+ * docs/design.md, Decisions: "A vtime clock per CPU"). A task's vtime is
  * kept in the frame of the DSQ it was last queued on or ran from
  * (task_ctx.frame) and is moved to another frame with its lag (vtime minus
  * the clock) unchanged, as the kernel's fair class carried a migrating
@@ -1317,6 +1317,51 @@ static __always_inline bool steal(s32 cpu)
 	return false;
 }
 
+/*
+ * Whether prev, still runnable at the end of its slice, runs on ahead of
+ * the heads own (this CPU's DSQ) and shared (the shared DSQ's). The kernel
+ * calls ops.dispatch() before it puts prev back (ops.enqueue() follows
+ * only if another task is picked), so prev is in no DSQ here: taking the
+ * heads alone would hand the CPU to the next task at every slice end
+ * whatever the weights, and two CPU-bound tasks at nice -5 and nice 0
+ * would alternate 50/50. prev runs on while its vtime, charged for this
+ * run so far (as run_end() will charge it), is still before every head it
+ * competes with; a tie goes to the head.
+ */
+static __always_inline bool prev_runs_on(s32 cpu, struct task_struct *prev,
+					 struct task_struct *own, struct task_struct *shared)
+{
+	struct slice_ctx *sc = slice_ctx(cpu);
+	bool ahead = false;
+	u64 now, ran, v;
+
+	if (!sc || !sc->started_ns || sc->pid != prev->pid)
+		return false;
+	now = bpf_ktime_get_ns();
+	ran = now > sc->started_ns ? now - sc->started_ns : 0;
+	v = prev->scx.dsq_vtime + ran * 100 / (prev->scx.weight ? prev->scx.weight : 1);
+	if (own) {
+		if (!vtime_before(v, own->scx.dsq_vtime))
+			return false;
+		ahead = true;
+	}
+	if (shared && bpf_cpumask_test_cpu(cpu, shared->cpus_ptr)) {
+		if (!vtime_before(v, frame_move(shared->scx.dsq_vtime, FRAME_SHARED, cpu)))
+			return false;
+		ahead = true;
+	}
+	/* Nothing to compete with: the caller looks further (steal()). */
+	return ahead;
+}
+
+/* prev's run goes on with a new slice, counted and timed as a new run. */
+static __always_inline void prev_keep(s32 cpu, struct task_struct *prev)
+{
+	run_end(prev, true);
+	prev->scx.slice = cpu_slice(cpu);
+	run_begin(prev);
+}
+
 void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct task_struct *own, *shared;
@@ -1333,6 +1378,10 @@ void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 	own_first = own && (!shared || vtime_before(own->scx.dsq_vtime,
 						    frame_move(shared->scx.dsq_vtime,
 							       FRAME_SHARED, cpu)));
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && prev_runs_on(cpu, prev, own, shared)) {
+		prev_keep(cpu, prev);
+		return;
+	}
 
 	if (scx_bpf_dsq_move_to_local(own_first ? cpu : FLOOR_SHARED_DSQ, 0) ||
 	    scx_bpf_dsq_move_to_local(own_first ? FLOOR_SHARED_DSQ : cpu, 0))
@@ -1348,11 +1397,8 @@ void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 	 * RT hog it then serves almost none of its runtime (docs/design.md,
 	 * Decisions: "A lone task keeps running in `ops.dispatch()`").
 	 */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
-		run_end(prev, true);
-		prev->scx.slice = cpu_slice(cpu);
-		run_begin(prev);
-	}
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
+		prev_keep(cpu, prev);
 }
 
 void BPF_STRUCT_OPS(floor_enable, struct task_struct *p)
