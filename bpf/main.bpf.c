@@ -1051,6 +1051,16 @@ static __always_inline void run_begin(struct task_struct *p)
 	head = vtime_now_advance(cpu, p->scx.dsq_vtime);
 	/* A task queued at the front runs on its own vtime. */
 	p->scx.dsq_vtime = task_vtime(p, true);
+	/*
+	 * Not more than a slice behind cpu's clock, as ops.enqueue() places
+	 * every task it queues: a task put straight into a local DSQ (woken
+	 * onto an idle CPU in ops.select_cpu(), a per-CPU kthread) skipped
+	 * that, and with the vtime it had before a long sleep it would run on
+	 * at every slice end (prev_runs_on()) and no waking task could
+	 * preempt it, until the starvation guard rescued the others.
+	 */
+	if (cpu >= 0 && vtime_before(p->scx.dsq_vtime, frame_clock((u64)cpu) - slice))
+		p->scx.dsq_vtime = frame_clock((u64)cpu) - slice;
 	waiter_del(p);
 	/* The CPU's slice may have shrunk since the task was queued. */
 	if (p->scx.slice > slice)
@@ -1335,7 +1345,8 @@ static __always_inline bool prev_runs_on(s32 cpu, struct task_struct *prev,
 	bool ahead = false;
 	u64 now, ran, v;
 
-	if (!sc || !sc->started_ns || sc->pid != prev->pid)
+	/* expired 2: a boost's end gives the CPU back to the RT task at once. */
+	if (!sc || !sc->started_ns || sc->pid != prev->pid || sc->expired == 2)
 		return false;
 	now = bpf_ktime_get_ns();
 	ran = now > sc->started_ns ? now - sc->started_ns : 0;
