@@ -337,6 +337,12 @@ static __always_inline bool vtime_before(u64 a, u64 b)
 	return (s64)(a - b) < 0;
 }
 
+/* The vtime a run of ran_ns costs a task of weight weight (100 = nice 0). */
+static __always_inline u64 vtime_charge(u64 ran_ns, u64 weight)
+{
+	return ran_ns * 100 / (weight ? weight : 1);
+}
+
 static __always_inline struct cur_run *cur_run(s32 cpu)
 {
 	if (cpu < 0 || cpu >= FLOOR_MAX_CPUS)
@@ -362,7 +368,7 @@ static __always_inline void wakeup_preempt_check(s32 cpu, u64 vtime, u64 slice,
 		return;	/* idle, not ours, or a run not to cut short */
 	now = bpf_ktime_get_ns();
 	w = r->weight ? r->weight : 100;
-	cur = r->vtime + (now > since ? now - since : 0) * 100 / w;
+	cur = r->vtime + vtime_charge(now > since ? now - since : 0, w);
 	if (vtime_before(vtime + slice / 4, cur)) {
 		__sync_fetch_and_add(&st->nr_wakeup_preempt, 1);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
@@ -682,6 +688,17 @@ static __always_inline u64 frame_move(u64 v, u64 from, u64 to)
 }
 
 /*
+ * Records frame to as tc's, moving a stashed vtime there with it; the
+ * caller moves p->scx.dsq_vtime (or the DSQ key it is queued with).
+ */
+static __always_inline void task_ctx_frame_set(struct task_ctx *tc, u64 to)
+{
+	if (tc->valid)
+		tc->vtime = frame_move(tc->vtime, tc->frame, to);
+	tc->frame = to;
+}
+
+/*
  * Moves p's vtime (and a stashed one) into frame to and records it; p
  * without a context (ENOMEM) keeps its vtime as it is.
  */
@@ -689,14 +706,10 @@ static __always_inline void task_frame_set(struct task_struct *p, u64 to)
 {
 	struct task_ctx *tc = task_ctx_of(p);
 
-	if (!tc)
+	if (!tc || tc->frame == to)
 		return;
-	if (tc->frame != to) {
-		p->scx.dsq_vtime = frame_move(p->scx.dsq_vtime, tc->frame, to);
-		if (tc->valid)
-			tc->vtime = frame_move(tc->vtime, tc->frame, to);
-		tc->frame = to;
-	}
+	p->scx.dsq_vtime = frame_move(p->scx.dsq_vtime, tc->frame, to);
+	task_ctx_frame_set(tc, to);
 }
 
 s32 BPF_STRUCT_OPS(floor_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
@@ -1059,8 +1072,12 @@ static __always_inline void run_begin(struct task_struct *p)
 	 * at every slice end (prev_runs_on()) and no waking task could
 	 * preempt it, until the starvation guard rescued the others.
 	 */
-	if (cpu >= 0 && vtime_before(p->scx.dsq_vtime, frame_clock((u64)cpu) - slice))
-		p->scx.dsq_vtime = frame_clock((u64)cpu) - slice;
+	if (cpu >= 0) {
+		u64 lowest = frame_clock((u64)cpu) - slice;
+
+		if (vtime_before(p->scx.dsq_vtime, lowest))
+			p->scx.dsq_vtime = lowest;
+	}
 	waiter_del(p);
 	/* The CPU's slice may have shrunk since the task was queued. */
 	if (p->scx.slice > slice)
@@ -1199,7 +1216,7 @@ static __always_inline void run_end(struct task_struct *p, bool runnable)
 	}
 
 	/* Charge the run to the task's vtime, scaled by its weight (100 = nice 0). */
-	p->scx.dsq_vtime += ran * 100 / (p->scx.weight ? p->scx.weight : 1);
+	p->scx.dsq_vtime += vtime_charge(ran, p->scx.weight);
 }
 
 void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
@@ -1290,11 +1307,8 @@ static __always_inline void spread_drain(void)
 			if (!scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, FLOOR_SHARED_DSQ, 0))
 				continue;
 			moved = true;
-			if (tc && from != FRAME_SHARED) {
-				if (tc->valid)
-					tc->vtime = frame_move(tc->vtime, from, FRAME_SHARED);
-				tc->frame = FRAME_SHARED;
-			}
+			if (tc && from != FRAME_SHARED)
+				task_ctx_frame_set(tc, FRAME_SHARED);
 		}
 	}
 	/* They wait in the shared DSQ now: runs elsewhere have slices to end. */
@@ -1350,7 +1364,7 @@ static __always_inline bool prev_runs_on(s32 cpu, struct task_struct *prev,
 		return false;
 	now = bpf_ktime_get_ns();
 	ran = now > sc->started_ns ? now - sc->started_ns : 0;
-	v = prev->scx.dsq_vtime + ran * 100 / (prev->scx.weight ? prev->scx.weight : 1);
+	v = prev->scx.dsq_vtime + vtime_charge(ran, prev->scx.weight);
 	if (own) {
 		if (!vtime_before(v, own->scx.dsq_vtime))
 			return false;
