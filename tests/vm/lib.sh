@@ -89,18 +89,21 @@ cyclictest_avg_max() { sed -n 's/.*Avg: *\([0-9]*\).*Max: *\([0-9]*\).*/\1 \2/p'
 state_is() { [ "$(scx_state)" = "$1" ]; }
 wait_state() { wait_for "${2:-20}" state_is "$1" >/dev/null; }
 
+# holds_or_gone PID CMD [ARGS...]: CMD ARGS succeeds, or process PID has
+# ended (for wait_for: wait for a state, but not for a process that died).
+holds_or_gone() { "${@:2}" || ! kill -0 "$1" 2>/dev/null; }
+
 # start_floor ARGS...: start scx_floor in the background, wait until enabled.
 # Sets FLOOR_PID and FLOOR_LOG. FLOOR_WRAP=setsid starts it in a process
 # group (and session) of its own, as a shell with job control would.
 # Waits up to 60 s, and no longer than scx_floor lives: by design a start
 # may wait up to about 30 s (the state directory's lock 15 s, a journal
 # replay's EBUSY retries 10 s, SCHED_DEADLINE room 2 s, then the load).
-floor_up_or_gone() { [ "$(scx_state)" = enabled ] || ! kill -0 "$FLOOR_PID" 2>/dev/null; }
 start_floor() {
 	FLOOR_LOG=$LOGDIR/floor.$$.$RANDOM.log
 	${FLOOR_WRAP:-} chrt -o 0 "$FLOOR" "$@" >"$FLOOR_LOG" 2>&1 &
 	FLOOR_PID=$!
-	wait_for 60 floor_up_or_gone >/dev/null
+	wait_for 60 holds_or_gone "$FLOOR_PID" state_is enabled >/dev/null
 	if [ "$(scx_state)" != enabled ] || ! kill -0 "$FLOOR_PID" 2>/dev/null; then
 		cat "$FLOOR_LOG" >&2
 		fail "scx_floor did not reach state enabled (state: $(scx_state))"
@@ -155,9 +158,10 @@ while True:
 	echo $!
 }
 
-# hog CPU: a CPU-bound SCHED_OTHER task pinned to CPU; prints its pid.
+# hog CPU [NICE]: a CPU-bound SCHED_OTHER task pinned to CPU, at nice NICE
+# relative to the caller's (without NICE, no nice(1) exec); prints its pid.
 hog() {
-	taskset -c "$1" chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 &
+	taskset -c "$1" chrt -o 0 ${2:+nice -n "$2"} sh -c 'while :; do :; done' >/dev/null 2>&1 &
 	echo $!
 }
 

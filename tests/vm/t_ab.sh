@@ -85,10 +85,7 @@ done
 # ext_server runtime 0, set once the server takes over; the harness starts
 # its hogs after that). The knobs are back before each case (knobs_back).
 fair_off() { [ "$(read_file /sys/kernel/debug/sched/fair_server/cpu$CPU/runtime)" = 0 ]; }
-floor_serving() { [ "$(scx_state)" = enabled ] && ext_server_is $CPU 0; }
-under_way() { # CONDITION PID: CONDITION holds, or the harness PID is gone
-	"$1" || ! kill -0 "$2" 2>/dev/null
-}
+floor_serving() { state_is enabled && ext_server_is $CPU 0; }
 mid_run() { # CONFIG PID ERRFILE WHAT: the harness PID's run of CONFIG is under way
 	local cond
 	case $1 in
@@ -96,7 +93,7 @@ mid_run() { # CONFIG PID ERRFILE WHAT: the harness PID's run of CONFIG is under 
 	scx-floor) cond=floor_serving ;;
 	*) fail "mid_run: no rule for $1" ;;
 	esac
-	if wait_for 30 under_way $cond "$2" >/dev/null && kill -0 "$2" 2>/dev/null; then
+	if wait_for 30 holds_or_gone "$2" $cond >/dev/null && kill -0 "$2" 2>/dev/null; then
 		sleep 1
 		kill -0 "$2" 2>/dev/null && return 0
 	fi

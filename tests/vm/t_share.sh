@@ -19,10 +19,9 @@ as_controller
 # share_run NICE...: one normal task per NICE on CPU 1, then the RR 25 hog;
 # prints the tasks' ms/s, then the hog's, on one line.
 share_run() {
-	local pids=() p h out
+	local pids=() h out
 	for nice in "$@"; do
-		p=$(taskset -c 1 chrt -o 0 nice -n "$nice" sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
-		pids+=("$p")
+		pids+=("$(hog 1 "$nice")")
 	done
 	wait_spinning 10 "${pids[@]}" || { kill -KILL "${pids[@]}"; echo "share_run: tasks did not start" >&2; return 1; }
 	h=$(rt_hog 1 rr 25 30) || { kill -KILL "${pids[@]}"; return 1; }

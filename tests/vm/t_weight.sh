@@ -18,8 +18,8 @@ as_controller
 [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] || fail "needs 2 CPUs"
 start_floor
 seq=$(enable_seq)
-a=$(taskset -c 1 chrt -o 0 nice -n -5 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
-b=$(taskset -c 1 chrt -o 0 nice -n 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
+a=$(hog 1 -5)
+b=$(hog 1 0)
 pids=("$a" "$b")
 cleanup() { kill -KILL "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null; }
 wait_spinning 10 "$a" "$b" || { cleanup; fail "the tasks did not spin"; }
