@@ -35,6 +35,10 @@ pub struct PolicyConfig {
     pub rt_runtime_unlimited: bool,
     /// boost policy
     pub boost_mode: BoostMode,
+    /// executor threads of the SCHED_FIFO boosts (`--executors`): at most
+    /// one per served CPU is started, each leased to one CPU at a time
+    /// (`executor::Pool`)
+    pub executors: usize,
     /// print stats this often
     pub stats_every: Option<Duration>,
     /// write the stats as JSON to this file (at every stats interval, and

@@ -13,7 +13,16 @@
 //! (docs/design.md, Decisions: "Planner and executor").
 //!
 //! SCHED_DEADLINE boosts do not come here: the kernel ends them itself.
+//!
+//! The executors form a [`Pool`] of a few threads started with scx_floor,
+//! not one per served CPU: a planner leases one for as long as it holds a
+//! boost of that CPU (pinning it there is one `sched_setaffinity()`, none
+//! when it was pinned there last) and gives it back once nothing of the CPU
+//! is left there. A planner that finds none free makes its boosts itself,
+//! from its own CPU, and ends them at its own wake-up (docs/design.md,
+//! Threads: "The executor pool").
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -367,6 +376,21 @@ impl Executor {
         take(&mut self.lock().ended, id)
     }
 
+    /// Pool: forgets the results of past posts if the executor holds and
+    /// has been posted nothing; returns whether it did (then it may serve
+    /// another CPU: post ids go on from where they were, so an id of the
+    /// previous lessee is never confused with a new one).
+    fn forget_if_idle(&self) -> bool {
+        let mut g = self.lock();
+        if !g.todo.is_empty() || !g.held.is_empty() || g.stop {
+            return false;
+        }
+        g.started.clear();
+        g.ended.clear();
+        g.dirty = false;
+        true
+    }
+
     /// Ends the executor's loop once it has restored what it holds; with
     /// `wait`, returns only then (or after 2 s: a thread that cannot run).
     pub fn stop(&self, wait: bool) {
@@ -384,20 +408,129 @@ impl Executor {
     }
 }
 
-/// Stops an executor (without waiting) when dropped: its planner's
-/// thread leaves by any path, a panic too.
-pub struct StopOnDrop<'a>(pub &'a Executor);
+/// Stops an executor (without waiting) when dropped: a test leaves by any
+/// path, a failed assertion too.
+#[cfg(test)]
+struct StopOnDrop<'a>(pub &'a Executor);
 
+#[cfg(test)]
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
         self.0.stop(false);
     }
 }
 
+/// No CPU: the lessee of a free executor, or where an executor is pinned
+/// when that is not known.
+pub const NO_CPU: usize = usize::MAX;
+
+/// The executors of all served CPUs: `n` threads (`--executors`), each
+/// leased to one CPU's planner at a time. A lease is taken with one
+/// compare-and-swap (no lock, nothing allocated), so a planner may lease
+/// on its real-time path.
+pub struct Pool {
+    execs: Vec<Executor>,
+    /// the CPU each executor is leased to, [`NO_CPU`] when none
+    lessee: Vec<AtomicUsize>,
+    /// the CPU each executor's thread was last pinned to by a lessee
+    /// ([`NO_CPU`]: not known)
+    pinned: Vec<AtomicUsize>,
+}
+
+impl Pool {
+    /// A pool of `n` executors, none of them running yet (see
+    /// [`Pool::executors`]).
+    pub fn new(n: usize) -> Self {
+        Pool {
+            execs: (0..n).map(|_| Executor::default()).collect(),
+            lessee: (0..n).map(|_| AtomicUsize::new(NO_CPU)).collect(),
+            pinned: (0..n).map(|_| AtomicUsize::new(NO_CPU)).collect(),
+        }
+    }
+
+    /// The executors, to start a thread running [`Executor::run`] for each.
+    pub fn executors(&self) -> &[Executor] {
+        &self.execs
+    }
+
+    /// Executor `i` (an index from [`Pool::lease`]).
+    pub fn get(&self, i: usize) -> &Executor {
+        &self.execs[i]
+    }
+
+    /// Leases a free executor whose thread runs to `cpu`'s planner: one
+    /// pinned to `cpu` already if there is one, else the lowest-numbered.
+    /// Returns its index, or None when every one is leased (or none runs).
+    /// The caller pins its thread to `cpu` unless [`Pool::pinned_to`] says
+    /// it is.
+    pub fn lease(&self, cpu: usize) -> Option<usize> {
+        let take = |i: usize| {
+            self.execs[i].tid.load(Ordering::Relaxed) != 0
+                && self.lessee[i]
+                    .compare_exchange(NO_CPU, cpu, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+        };
+        let n = self.execs.len();
+        (0..n)
+            .find(|&i| self.pinned[i].load(Ordering::Relaxed) == cpu && take(i))
+            .or_else(|| (0..n).find(|&i| take(i)))
+    }
+
+    /// Where executor `i`'s thread was last pinned ([`NO_CPU`]: not known).
+    pub fn pinned_to(&self, i: usize) -> usize {
+        self.pinned[i].load(Ordering::Relaxed)
+    }
+
+    /// Executor `i`'s lessee pinned its thread to `cpu` ([`NO_CPU`]: it
+    /// failed).
+    pub fn set_pinned(&self, i: usize, cpu: usize) {
+        self.pinned[i].store(cpu, Ordering::Relaxed);
+    }
+
+    /// After a CPU hotplug event: where the executors are pinned is not
+    /// known any more (the kernel moves a thread off a CPU going offline and
+    /// breaks its affinity), so each is pinned again at its next lease.
+    pub fn forget_pins(&self) {
+        for p in &self.pinned {
+            p.store(NO_CPU, Ordering::Relaxed);
+        }
+    }
+
+    /// `cpu`'s planner gives executor `i` back: only while it holds and was
+    /// posted nothing (its past results are dropped, see
+    /// [`Executor::forget_if_idle`]). Returns whether it is free now.
+    pub fn give_back(&self, i: usize, cpu: usize) -> bool {
+        if self.lessee[i].load(Ordering::Acquire) != cpu || !self.execs[i].forget_if_idle() {
+            return false;
+        }
+        self.lessee[i]
+            .compare_exchange(cpu, NO_CPU, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Stops every executor ([`Executor::stop`], without waiting): each
+    /// restores what it holds and returns.
+    pub fn stop_all(&self) {
+        for ex in &self.execs {
+            ex.stop(false);
+        }
+    }
+}
+
+/// Stops a pool's executors when dropped: the scope that started their
+/// threads is left by any path.
+pub struct StopPoolOnDrop<'a>(pub &'a Pool);
+
+impl Drop for StopPoolOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop_all();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::AtomicU64;
 
     /// An executor thread over a fake boost slot whose run time the test
     /// sets, and fake system calls that log (tid, policy) and fail for tid 13.
@@ -654,5 +787,66 @@ mod tests {
         });
         assert_eq!(*calls.lock().unwrap(), vec![(7, 1), (7, 0)]);
         assert!(matches!(ex.take_ended(id), Some(Ok(()))));
+    }
+
+    #[test]
+    fn a_pool_leases_each_executor_to_one_cpu_at_a_time() {
+        let pool = Pool::new(2);
+        assert_eq!(pool.lease(3), None, "no executor thread runs yet");
+        pool.get(0).tid.store(100, Ordering::Relaxed);
+        pool.get(1).tid.store(101, Ordering::Relaxed);
+        assert_eq!(pool.lease(3), Some(0));
+        assert_eq!(pool.lease(5), Some(1));
+        assert_eq!(pool.lease(7), None, "both leased");
+        // only the lessee gives it back
+        assert!(!pool.give_back(0, 5));
+        // not while it holds a post (nothing runs it here: it stays in todo)
+        let (b, rs) = attrs();
+        let id = pool.get(0).post(7, 0, &b, &rs, 1_000);
+        assert!(!pool.give_back(0, 3));
+        assert!(pool.get(0).withdraw(id));
+        // a result the lessee left is dropped with the lease
+        pool.get(0).lock().ended.push((id, 0));
+        assert!(pool.give_back(0, 3));
+        assert!(pool.get(0).lock().ended.is_empty());
+        assert!(!pool.give_back(0, 3), "given back once");
+        assert_eq!(pool.lease(7), Some(0));
+        // one pinned to the CPU already is leased first
+        pool.set_pinned(1, 5);
+        assert!(pool.give_back(1, 5));
+        assert!(pool.give_back(0, 7));
+        assert_eq!(pool.lease(5), Some(1));
+        assert_eq!(pool.lease(9), Some(0));
+        pool.forget_pins();
+        assert_eq!(pool.pinned_to(1), NO_CPU);
+        // post ids go on across leases
+        assert!(pool.get(0).post(8, 0, &b, &rs, 1_000) > id);
+    }
+
+    #[test]
+    fn a_stopped_pool_ends_its_executors() {
+        let pool = Pool::new(2);
+        std::thread::scope(|s| {
+            for ex in pool.executors() {
+                s.spawn(move || {
+                    ex.tid.store(1, Ordering::Relaxed);
+                    ex.run_with(|_| (7, 0), |_, _| Ok(()), |_, _| Ok(()), |_| Ok(attrs().0))
+                });
+            }
+            let _stop = StopPoolOnDrop(&pool);
+            wait_for(|| {
+                pool.executors()
+                    .iter()
+                    .all(|e| e.tid.load(Ordering::Relaxed) != 0)
+            });
+            let i = pool.lease(1).unwrap();
+            let (b, rs) = attrs();
+            let id = pool.get(i).post(7, 0, &b, &rs, 1_000_000_000);
+            wait_for(|| pool.get(i).take_started(id).is_some());
+            assert!(!pool.give_back(i, 1), "it holds a boost");
+        });
+        // the scope returned: both threads ended, the boost was restored
+        assert!(pool.executors().iter().all(|e| e.lock().done));
+        assert!(matches!(pool.get(0).take_ended(0), Some(Ok(()))));
     }
 }

@@ -138,6 +138,16 @@ pub struct Opts {
     #[arg(long, value_name = "LIST")]
     server_cpus: Option<String>,
 
+    /// Executor threads that make and end the SCHED_FIFO boosts on the
+    /// served CPUs (1 to 1024; at most one per served CPU is started). A
+    /// CPU's planner leases one at its first boost and gives it back once
+    /// nothing starves there; while all are leased, a CPU's boosts are made
+    /// from its planner and end at its wake-up, later (boosts_remote in
+    /// --stats).
+    #[arg(long, default_value_t = 8, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    executors: u16,
+
     /// No bandwidth server of our own (the dispatcher and the kernel's
     /// ext_server alone).
     #[arg(long)]
@@ -414,6 +424,7 @@ fn policy_config(
             "deadline" => config::BoostMode::Deadline,
             _ => config::BoostMode::Auto,
         },
+        executors: opts.executors.into(),
         stats_every: opts.stats.map(Duration::from_secs_f64),
         stats_json: opts.stats_json.clone(),
         slice,

@@ -108,6 +108,10 @@ pub struct ServerMetrics {
     pub boosts_dl: u64,
     #[stat(desc = "boosts the kernel refused (count)")]
     pub failed: u64,
+    #[stat(
+        desc = "SCHED_FIFO boosts made from the planner's CPU: every executor was leased (count)"
+    )]
+    pub boosts_remote: u64,
     #[stat(desc = "boosts that ended because the task blocked (count)")]
     pub handed_over: u64,
     #[stat(desc = "largest overrun of a boost past its share, us")]
@@ -138,6 +142,7 @@ impl From<&ServerRow> for ServerMetrics {
             boosts_fifo: r.boosts_fifo,
             boosts_dl: r.boosts_deadline,
             failed: r.boosts_failed,
+            boosts_remote: r.boosts_remote,
             handed_over: r.handed_over,
             overrun_max_us: r.overrun_max_us,
             debt_us: r.debt_us,

@@ -19,7 +19,7 @@ use crate::attr::{self, SchedAttr};
 use crate::boost::{self, Entry, Journal};
 use crate::bpf_intf::floor_waiter as BpfWaiter;
 use crate::config::{BoostMode, PolicyConfig};
-use crate::executor::{End, Executor, StopOnDrop};
+use crate::executor::{End, Executor, Pool, NO_CPU};
 use crate::fault::{self, Fault};
 use crate::knobs::{self, Knobs};
 use crate::reach::{reach, Reach};
@@ -59,6 +59,8 @@ struct BoostCounts {
     step_max_ns: u64,
     /// runnable tasks found on the CPU that the waiters map lacked
     lost_found: u64,
+    /// SCHED_FIFO boosts made from the planner's CPU: no executor was free
+    remote: u64,
 }
 
 /// How long a boost posted to the executor may wait to be taken, ns.
@@ -389,9 +391,14 @@ struct Planner<'v> {
     looked_again: bool,
     /// the last look through /proc for waiters the map lacks, ns
     last_scan_ns: u64,
-    /// makes the SCHED_FIFO boosts on the served CPU itself (None: in
-    /// kernel-cut and DEADLINE-only modes, where the kernel ends boosts)
-    exec: Option<&'v Executor>,
+    /// the executors that make SCHED_FIFO boosts on the served CPUs
+    /// themselves (None: in DEADLINE-only mode, where the kernel ends
+    /// boosts: `--boost deadline`)
+    pool: Option<&'v Pool>,
+    /// the executor leased from `pool`, pinned to this CPU
+    lease: Option<usize>,
+    /// every executor was leased at a boost, logged (once)
+    warned_no_exec: bool,
     /// boosted tid -> the executor's post id, for boosts the executor made
     exec_ids: HashMap<u32, u64>,
     /// posts whose system call has not been seen yet: (tid, id, posted at ns)
@@ -506,10 +513,11 @@ impl<'v> Planner<'v> {
             self.free_slots.push(slot);
             return Err(e);
         }
+        let exec = if kind_dl { None } else { self.lease_executor() };
         let res = if kind_dl {
             boost::make_boost(tid, &attr)
         } else {
-            match self.exec {
+            match exec {
                 // Counted as made; a failure is settled at the next step.
                 Some(ex) => {
                     let id = ex.post(
@@ -523,7 +531,14 @@ impl<'v> Planner<'v> {
                     self.posted.push((tid, id, monotonic_ns()));
                     Ok(())
                 }
-                None => boost::make_boost(tid, &attr),
+                None => {
+                    self.warn_no_executor_once();
+                    let r = boost::make_boost(tid, &attr);
+                    if r.is_ok() {
+                        self.counts.remote += 1;
+                    }
+                    r
+                }
             }
         };
         if let Err(e) = res {
@@ -548,7 +563,7 @@ impl<'v> Planner<'v> {
         if let Some((e, slot)) = self.boosted.remove(&tid) {
             // A boost of the executor is ended there (at once if it is not
             // over yet); the rest is done when its result is in.
-            let post = self.exec.zip(self.exec_ids.remove(&tid));
+            let post = self.exec().zip(self.exec_ids.remove(&tid));
             let res = match post.map_or(End::Unknown, |(ex, id)| ex.end(id)) {
                 End::Done(r) => r,
                 End::Pending => {
@@ -612,7 +627,7 @@ impl<'v> Planner<'v> {
     /// not take within 100 ms: a SCHED_FIFO 99 or DEADLINE task holds the
     /// CPU) are undone here, restores it made are booked.
     fn settle(&mut self) {
-        let Some(ex) = self.exec else { return };
+        let Some(ex) = self.exec() else { return };
         let now = monotonic_ns();
         // go through the posts, keeping the pending ones in the spare list
         std::mem::swap(&mut self.posted, &mut self.posted_spare);
@@ -668,9 +683,72 @@ impl<'v> Planner<'v> {
         self.ending_spare = ending;
     }
 
+    /// The executor leased to this CPU, if any.
+    fn exec(&self) -> Option<&'v Executor> {
+        self.pool.zip(self.lease).map(|(p, i)| p.get(i))
+    }
+
+    /// The executor to post a SCHED_FIFO boost to: the one leased, or a free
+    /// one of the pool, pinned to this CPU now unless it was pinned here
+    /// last (None: every one is leased, or there is no pool). Nothing
+    /// allocated: a compare-and-swap, and at most one `sched_setaffinity()`
+    /// of a sleeping thread.
+    fn lease_executor(&mut self) -> Option<&'v Executor> {
+        let pool = self.pool?;
+        if self.lease.is_none() {
+            let i = pool.lease(self.cpu)?;
+            if pool.pinned_to(i) != self.cpu {
+                let tid = pool.get(i).tid.load(Ordering::Relaxed);
+                if let Err(e) = pin_thread(tid, &[self.cpu]) {
+                    warn!("cpu {}: pinning executor {tid} here: {e}", self.cpu);
+                    pool.set_pinned(i, NO_CPU);
+                    pool.give_back(i, self.cpu);
+                    return None;
+                }
+                pool.set_pinned(i, self.cpu);
+            }
+            self.lease = Some(i);
+        }
+        self.exec()
+    }
+
+    /// Gives the leased executor back to the pool once nothing of this CPU
+    /// is left there: no boost it made or was posted, no result to take.
+    /// It stays pinned here, asleep, until a planner leases it; this CPU's
+    /// next boost takes it back without a system call while it is free.
+    fn return_executor(&mut self) {
+        let (Some(pool), Some(i)) = (self.pool, self.lease) else {
+            return;
+        };
+        // restores the executor made since the step: booked now
+        self.settle();
+        if self.exec_ids.is_empty()
+            && self.posted.is_empty()
+            && self.ending.is_empty()
+            && pool.give_back(i, self.cpu)
+        {
+            self.lease = None;
+        }
+    }
+
+    /// Logs, once, that this CPU's boosts are made from its planner: every
+    /// executor was leased.
+    fn warn_no_executor_once(&mut self) {
+        if self.warned_no_exec || self.pool.is_none() {
+            return;
+        }
+        self.warned_no_exec = true;
+        warn!(
+            "cpu {}: every executor is serving another CPU: SCHED_FIFO boosts here are made \
+             from this CPU's planner and end at its wake-up, later than an executor's local \
+             timer ends them (boosts_remote in --stats; more executors: --executors)",
+            self.cpu
+        );
+    }
+
     fn restore_all(&mut self) {
         self.end_boosts();
-        if let Some(ex) = self.exec {
+        if let Some(ex) = self.exec() {
             ex.stop(true);
             self.settle();
         }
@@ -713,7 +791,7 @@ impl<'v> Planner<'v> {
         let st = self.step_server(&s);
         let again = self.look_again(&s);
         self.carry_out(&st.actions, &s);
-        if let Some(ex) = self.exec {
+        if let Some(ex) = self.exec() {
             for a in self.server.active() {
                 if let Some(id) = self.exec_ids.get(&a.pid) {
                     ex.set_limit(*id, a.base_ns + a.share_ns);
@@ -742,7 +820,7 @@ impl<'v> Planner<'v> {
     /// times go to `scratch.starts`, for the journal).
     fn step_server(&mut self, s: &Sample) -> Step {
         let (cpu, view) = (self.cpu, self.view);
-        let (boosted, exec, ids) = (&self.boosted, self.exec, &self.exec_ids);
+        let (boosted, exec, ids) = (&self.boosted, self.exec(), &self.exec_ids);
         let task = |pid: u32| {
             let (_, slot) = boosted.get(&pid)?;
             let (spid, runtime_ns, blocked) = view.slot(*slot);
@@ -1033,6 +1111,7 @@ impl<'v> Planner<'v> {
             boosts_deadline: self.counts.deadline,
             boosts_fifo: self.counts.fifo,
             boosts_failed: self.counts.failed,
+            boosts_remote: self.counts.remote,
             handed_over: s.handed_over,
             overrun_p99_us: s
                 .overrun
@@ -1072,9 +1151,10 @@ impl<'v> Planner<'v> {
 /// `irqaffinity=0`, CPU 0 often runs a FIFO 50 interrupt thread, and a
 /// nohz_full CPU under an RR 25 hog is then the lowest. Its steps cost
 /// 1-6 ms under TCG, which on the served CPU would be the RT task's longest
-/// gaps (S0). The executor (`executor.rs`), pinned to the served
-/// CPU, makes the SCHED_FIFO boosts there and ends them by a local timer. In kernel-cut and
-/// DEADLINE-only modes the kernel ends boosts and there is no executor.
+/// gaps (S0). An executor of `pool` (`executor.rs`), leased at the CPU's
+/// first SCHED_FIFO boost and pinned to it, makes the boosts there and ends
+/// them by a local timer. With `--boost deadline` the kernel ends boosts
+/// and no executor is leased.
 #[allow(clippy::too_many_arguments)]
 pub fn serve_cpu(
     cpu: usize,
@@ -1087,9 +1167,11 @@ pub fn serve_cpu(
     ext: ExtServer,
     dl_ok: bool,
     life: &Lifeline,
+    pool: &Pool,
 ) -> Result<()> {
     let online = online_cpus()?;
-    agent_setup(view, &housekeeping_of(&online, &nohz_full_cpus()))?;
+    let housekeeping = housekeeping_of(&online, &nohz_full_cpus());
+    agent_setup(view, &housekeeping)?;
     if (fault::is(Fault::StuckPlanner) || fault::is(Fault::StuckNoRescue))
         && cfg.cpus.first() == Some(&cpu)
     {
@@ -1098,43 +1180,16 @@ pub fn serve_cpu(
             warn!("test fault: CPU {cpu}'s planner runs only on CPU {to}");
         }
     }
-    let exec = Executor::default();
-    let with_exec = cfg.boost_mode != BoostMode::Deadline;
-    std::thread::scope(|s| -> Result<()> {
-        let _stopper = StopOnDrop(&exec);
-        if with_exec {
-            let (tx, rx) = std::sync::mpsc::channel();
-            let ex = &exec;
-            crate::sys::rt_thread(format!("scx_floor-x/{cpu}")).spawn_scoped(s, move || {
-                // SAFETY: plain syscall.
-                ex.tid
-                    .store(unsafe { libc::gettid() } as u32, Ordering::Relaxed);
-                let r = agent_setup(view, &[cpu]);
-                // warm up the system call's path
-                let _ = attr::get_attr(0);
-                let ok = r.is_ok();
-                let _ = tx.send(r);
-                if ok {
-                    crate::rtalloc::serving(true);
-                    ex.run(view);
-                    crate::rtalloc::serving(false);
-                }
-            })?;
-            rx.recv()
-                .context("the executor thread ended")?
-                .with_context(|| format!("the executor thread of CPU {cpu}"))?;
-        }
-        let p = PlannerArgs {
-            view,
-            cfg,
-            sc,
-            exec: with_exec.then_some(&exec),
-            online,
-            ext,
-            dl_ok,
-        };
-        plan_cpu(cpu, p, stop, stop_fd, report, life)
-    })
+    let p = PlannerArgs {
+        view,
+        cfg,
+        sc,
+        pool: (cfg.boost_mode != BoostMode::Deadline).then_some(pool),
+        online,
+        ext,
+        dl_ok,
+    };
+    plan_cpu(cpu, p, stop, stop_fd, report, life)
 }
 
 /// What a planner is started with, besides its CPU.
@@ -1142,8 +1197,8 @@ struct PlannerArgs<'v> {
     view: &'v BpfView,
     cfg: &'v PolicyConfig,
     sc: ServerConfig,
-    /// None in kernel-cut and DEADLINE-only modes
-    exec: Option<&'v Executor>,
+    /// None with `--boost deadline`
+    pool: Option<&'v Pool>,
     online: Vec<usize>,
     ext: ExtServer<'v>,
     /// SCHED_DEADLINE boosts are admitted for pinned tasks
@@ -1178,7 +1233,9 @@ impl<'v> Planner<'v> {
             online: p.online,
             looked_again: false,
             last_scan_ns: 0,
-            exec: p.exec,
+            pool: p.pool,
+            lease: None,
+            warned_no_exec: false,
             // room for every slot of the CPU, and as many tombstones
             exec_ids: HashMap::with_capacity(2 * MAX_BOOSTED),
             posted: Vec::with_capacity(MAX_BOOSTED),
@@ -1253,10 +1310,13 @@ impl<'v> Planner<'v> {
         if let Err(e) = pin_thread(0, &hk) {
             warn!("CPU {}'s planner: pinning to CPUs {hk:?}: {e}", self.cpu);
         }
-        if let Some(ex) = self.exec {
-            let tid = ex.tid.load(Ordering::Relaxed);
-            if tid != 0 {
-                repin_after_hotplug(tid, self.cpu, &self.online);
+        if let Some(pool) = self.pool {
+            pool.forget_pins();
+        }
+        if let (Some(pool), Some(i)) = (self.pool, self.lease) {
+            let tid = pool.get(i).tid.load(Ordering::Relaxed);
+            if tid != 0 && repin_after_hotplug(tid, self.cpu, &self.online) {
+                pool.set_pinned(i, self.cpu);
             }
         }
     }
@@ -1324,6 +1384,7 @@ fn plan_cpu(
                 info!("CPU {cpu} is offline: its server is parked until it is back");
             }
             a.settle();
+            a.return_executor();
             a.publish(report);
             if sleep(monotonic_ns() + MAX_SLEEP_NS, &[rb.epoll_fd(), stop_fd]) {
                 let _ = rb.consume();
@@ -1335,6 +1396,7 @@ fn plan_cpu(
             info!("CPU {cpu} is online again: serving");
         }
         let next = a.step();
+        a.return_executor();
         let took = monotonic_ns() - t0;
         a.counts.steps += 1;
         a.counts.step_ns += took;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The policy loop: it starts, per served CPU, a real-time planner thread
 //! that steps that CPU's bandwidth server and journals its boosts
-//! (`planner.rs`), and an executor thread pinned to the CPU that makes the
-//! SCHED_FIFO boosts and ends them (`executor.rs`), plus the slice-end
+//! (`planner.rs`), a pool of executor threads, each leased to one CPU at a
+//! time and pinned there, that make the SCHED_FIFO boosts and end them
+//! (`executor.rs`, `--executors`), plus the slice-end
 //! threads where they end slices (`slicer.rs`); it joins them at exit. The
 //! main thread keeps the kernel's ext_server off while we serve
 //! (`knobs.rs`), polls the slice policy, and prints `--stats` at its normal
@@ -21,8 +22,8 @@
 //! The threads must never starve, or the floor they promise is gone:
 //! - Each runs at SCHED_FIFO 99 (boosts go to at most 98): no RT task below
 //!   99 can keep it from running. The planner runs on any online CPU, placed
-//!   by the kernel away from CPUs held by RT tasks where it can be; the
-//!   executor only on its CPU. Both sleep until their next event and run for
+//!   by the kernel away from CPUs held by RT tasks where it can be; an
+//!   executor only on the CPU that leases it. Both sleep until their next event and run for
 //!   microseconds on hardware. A SCHED_FIFO 99 or SCHED_DEADLINE hog on a
 //!   served CPU is above the executor: the planner (placed off that CPU)
 //!   hands the CPU to SCHED_DEADLINE boosts or the kernel's ext_server
@@ -44,11 +45,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use log::{debug, info, warn};
 use scx_utils::UserExitInfo;
 
 use crate::config::{BoostMode, PolicyConfig};
+use crate::executor::{Executor, Pool, StopPoolOnDrop};
 use crate::fault::{self, Fault};
 use crate::knobs::{self, Knobs};
 use crate::planner::{serve_cpu, ExtServer};
@@ -485,6 +487,43 @@ fn spawn_watchdog<'scope>(
     })
 }
 
+/// Starts executor `i` of the pool (`scx_floor-x/I`, SCHED_FIFO 99,
+/// `executor.rs`) in scope `s`, on the housekeeping CPUs until a planner
+/// leases it; returns once it runs. Errors: the thread could not be started
+/// or made SCHED_FIFO 99.
+fn spawn_executor<'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    view: &'scope BpfView,
+    i: usize,
+    ex: &'scope Executor,
+) -> Result<Handle<'scope>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = crate::sys::rt_thread(format!("scx_floor-x/{i}")).spawn_scoped(s, move || {
+        // SAFETY: plain syscall.
+        let tid = unsafe { libc::gettid() } as u32;
+        let r = online_cpus()
+            .and_then(|online| agent_setup(view, &housekeeping_of(&online, &nohz_full_cpus())));
+        // warm up the system call's path
+        let _ = crate::attr::get_attr(0);
+        let ok = r.is_ok();
+        if ok {
+            // leasable from now on
+            ex.tid.store(tid, Ordering::Relaxed);
+        }
+        let _ = tx.send(r);
+        if ok {
+            crate::rtalloc::serving(true);
+            ex.run(view);
+            crate::rtalloc::serving(false);
+        }
+        Ok(())
+    })?;
+    rx.recv()
+        .context("the executor thread ended")?
+        .with_context(|| format!("executor {i}"))?;
+    Ok(h)
+}
+
 /// Starts the slice-end threads and the servers' threads, watches them from
 /// the main thread until `shutdown` or ejection, stops and joins them.
 fn run_servers(
@@ -516,6 +555,10 @@ fn run_servers(
         Vec::new()
     };
     let slicer_counts: Vec<SlicerCounts> = slicer_cpus.iter().map(|_| Default::default()).collect();
+    let pool = Pool::new(match cfg.server {
+        Some(_) if cfg.boost_mode != BoostMode::Deadline => cfg.executors.min(cfg.cpus.len()),
+        _ => 0,
+    });
     std::thread::scope(|s| -> Result<()> {
         // The scope waits for every thread it started: every way out of
         // this closure (an error included) must stop them first.
@@ -527,13 +570,22 @@ fn run_servers(
                 .spawn_scoped(s, move || crate::slicer::run(cpu, view, stop, fd, counts))?;
             handles.push(h);
         }
+        let _stop_pool = StopPoolOnDrop(&pool);
+        for (i, ex) in pool.executors().iter().enumerate() {
+            handles.push(spawn_executor(s, view, i, ex)?);
+        }
         if let Some(sc) = cfg.server {
             for (i, &cpu) in cfg.cpus.iter().enumerate() {
                 let (stop, report, fd, life) = (&stop, &reports[i], stop_fd.0, &lifelines[i]);
-                let h = crate::sys::rt_thread(format!("scx_floor/{cpu}"))
-                    .spawn_scoped(s, move || {
-                        serve_cpu(cpu, view, cfg, sc, stop, fd, report, handoff, dl_ok, life)
-                    })?;
+                let pool = &pool;
+                let h = crate::sys::rt_thread(format!("scx_floor/{cpu}")).spawn_scoped(
+                    s,
+                    move || {
+                        serve_cpu(
+                            cpu, view, cfg, sc, stop, fd, report, handoff, dl_ok, life, pool,
+                        )
+                    },
+                )?;
                 handles.push(h);
             }
             let planners: Vec<(usize, &Lifeline)> =
@@ -561,6 +613,7 @@ fn run_servers(
         }
         stop.store(true, Ordering::Relaxed);
         stop_fd.fire();
+        pool.stop_all();
         free_stuck_threads(STUCK_AFTER);
         for h in handles {
             match h.join() {

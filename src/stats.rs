@@ -481,6 +481,9 @@ pub struct ServerRow {
     pub boosts_fifo: u64,
     /// boosts the kernel refused
     pub boosts_failed: u64,
+    /// SCHED_FIFO boosts made from the planner's CPU because every executor
+    /// was leased to another CPU (they end at the planner's wake-up)
+    pub boosts_remote: u64,
     /// boosts that ended because the task blocked (rest handed over)
     pub handed_over: u64,
     /// p99 of overruns past the budget, us: the upper bound of its log2
@@ -529,11 +532,11 @@ pub struct ServerRow {
 pub fn format_server_table(rows: &[ServerRow]) -> String {
     let mut s = String::from(
         "server: cpu periods delivered_ms boosted_ms boosts_dl boosts_fifo failed handed_over \
-         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us debt_us by lost_found tasks min_share_ms slots_full waiters_dropped period_boosted_max_ms\n",
+         overrun_p99_us overrun_max_us overruns steps step_mean_us step_max_us debt_us by lost_found tasks min_share_ms slots_full waiters_dropped period_boosted_max_ms boosts_remote\n",
     );
     for r in rows {
         s += &format!(
-            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1} {:>7.1} {:>4} {:>10} {:>5} {:>12.2} {:>10} {:>15} {:>21.3}\n",
+            "        {:>3} {:>7} {:>12.1} {:>10.1} {:>9} {:>11} {:>6} {:>11} {:>14} {:>14.1} {:>8} {:>5} {:>12.1} {:>11.1} {:>7.1} {:>4} {:>10} {:>5} {:>12.2} {:>10} {:>15} {:>21.3} {:>13}\n",
             r.cpu,
             r.periods,
             r.delivered_ms,
@@ -555,7 +558,8 @@ pub fn format_server_table(rows: &[ServerRow]) -> String {
             r.min_share_ms,
             r.slots_full,
             r.waiters_dropped,
-            r.period_boosted_max_ms
+            r.period_boosted_max_ms,
+            r.boosts_remote
         );
     }
     s

@@ -45,9 +45,10 @@ done
 start_floor --server-cpus 1,1,0-1
 grep -q "on CPUs \[0, 1\]" "$FLOOR_LOG" || { cat "$FLOOR_LOG"; fail "--server-cpus 1,1,0-1 is not CPUs [0, 1]"; }
 comms=$(cat /proc/"$FLOOR_PID"/task/*/comm 2>/dev/null)
-n=$(grep -c '^scx_floor-x/1$' <<<"$comms")
-[ "$n" = 1 ] || fail "$n executor threads for CPU 1 with --server-cpus 1,1,0-1"
+# the executor pool (default 8) is cut to one thread per served CPU
+n=$(grep -c '^scx_floor-x/' <<<"$comms")
+[ "$n" = 2 ] || fail "$n executor threads for 2 served CPUs with --server-cpus 1,1,0-1"
 n=$(grep -c '^scx_floor/1$' <<<"$comms")
 [ "$n" = 1 ] || fail "$n planner threads for CPU 1 with --server-cpus 1,1,0-1"
 stop_floor || fail "exit code $? (--server-cpus 1,1,0-1)"
-note "--server-cpus 1,1,0-1: CPUs [0, 1], one planner and one executor for CPU 1"
+note "--server-cpus 1,1,0-1: CPUs [0, 1], one planner for CPU 1, two executors"
