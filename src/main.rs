@@ -536,8 +536,12 @@ fn run(opts: Opts) -> Result<()> {
 
     let shutdown = Arc::new(AtomicBool::new(false));
     let flag = shutdown.clone();
-    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
-        .context("installing the SIGINT/SIGTERM handler")?;
+    sys::main_wake_fd();
+    ctrlc::set_handler(move || {
+        flag.store(true, Ordering::Relaxed);
+        sys::wake_main();
+    })
+    .context("installing the SIGINT/SIGTERM handler")?;
 
     let cfg = sched_config(&opts, &pre.1);
     let mut pcfg = policy_config(&opts, pre, state_dir, &guardian);

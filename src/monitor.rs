@@ -272,6 +272,7 @@ pub fn launch() -> Result<Server> {
         "top",
         Box::new(|_args, (tx, rx)| {
             tx.send(()).context("the policy loop is gone")?;
+            crate::sys::wake_main();
             let m = rx
                 .recv_timeout(ANSWER_TIMEOUT)
                 .context("the policy loop did not answer")?;

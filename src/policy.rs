@@ -323,14 +323,39 @@ fn retake_knobs(cfg: &PolicyConfig, knobs: &Knobs, dl_ok: bool) {
 /// each CPU's load at this rate.
 const MAIN_TICK_DYNAMIC_MS: u64 = 10;
 
-/// The main thread's tick with fixed slices, ms. Nothing on it is timed
-/// tighter than this: it bounds how long a SIGINT, an ejection or a stats
-/// request waits, and how late the real-time threads' log lines are
+/// The main thread's tick with fixed slices while a CPU starves or a
+/// boost ran since the last tick, ms. It bounds how long an ejection waits
+/// for the restores, and how late the real-time threads' log lines are
 /// written; the planners, executors and the guardian keep their own
-/// clocks. Each wake-up costs about 0.3 ms of CPU under the emulator
-/// (TCG): 3 ms/s at a 100 ms tick, against an idle budget of 5 ms/s for
-/// all of scx_floor's threads.
+/// clocks. A SIGINT or SIGTERM and a stats request wake the main thread at
+/// once ([`crate::sys::wake_main`]), and `--stats` prints on its own time.
 const MAIN_TICK_MS: u64 = 250;
+
+/// The main thread's tick with fixed slices while nothing starves and
+/// nothing is boosted, ms: the same duties, with nothing to restore after
+/// an ejection. Each wake-up costs 0.3-0.9 ms of CPU under the emulator
+/// (TCG): at [`MAIN_TICK_MS`] the main thread was 3.0-3.5 of the 5.4-6.0
+/// ms/s that all of scx_floor's threads used at idle (2 and 16 vCPUs,
+/// 2026-12-06), against issue 18's idle budget of 5 ms/s.
+const MAIN_TICK_IDLE_MS: u64 = 1000;
+
+/// Whether any CPU starves now, runs a boost now, or starved or ran
+/// boosted since the last call (`last`: the sum of the counters then).
+/// Memory reads of the mmapped per-CPU counters only.
+fn served_lately(view: &BpfView, last: &mut u64) -> bool {
+    let mut sum = 0u64;
+    let mut open = false;
+    for cpu in 0..*scx_utils::NR_CPU_IDS {
+        let (s, _, _) = view.sample(cpu);
+        sum = sum
+            .wrapping_add(s.starved_ns)
+            .wrapping_add(s.boosted_runtime_ns);
+        open |= s.starved_since_ns != 0 || s.boost_since_ns != 0;
+    }
+    let moved = sum != *last;
+    *last = sum;
+    open || moved
+}
 
 /// What the main thread's loop watches besides the threads it started.
 struct Watch<'a> {
@@ -368,11 +393,8 @@ impl Watch<'_> {
             .stats_every
             .map(|d| monotonic_ns() + d.as_nanos() as u64);
         let mut slices = vec![CpuSlice::default(); *scx_utils::NR_CPU_IDS];
-        let tick = if cfg.slice.is_dynamic() {
-            MAIN_TICK_DYNAMIC_MS
-        } else {
-            MAIN_TICK_MS
-        };
+        let mut counters_then = 0;
+        let wake_fd = crate::sys::main_wake_fd();
         let restores = || {
             cfg.guardian_restores
                 .map_or(0, |r| r.load(Ordering::Acquire))
@@ -384,8 +406,20 @@ impl Watch<'_> {
             if let Some(h) = handles.iter().position(|h| h.is_finished()) {
                 return Some(handles.swap_remove(h).join());
             }
+            let tick = if cfg.slice.is_dynamic() {
+                MAIN_TICK_DYNAMIC_MS
+            } else if served_lately(view, &mut counters_then) {
+                MAIN_TICK_MS
+            } else {
+                MAIN_TICK_IDLE_MS
+            };
             let before = monotonic_ns();
-            std::thread::sleep(Duration::from_millis(tick));
+            let until = next_stats.map_or(u64::MAX, |t| t.max(before));
+            let until = until.min(before + tick * 1_000_000);
+            if crate::sys::sleep_until(until, &[wake_fd, wake_fd]) {
+                crate::sys::eventfd_take(wake_fd);
+            }
+            let asked = until - before;
             let slept = monotonic_ns().saturating_sub(before);
             // what the real-time threads logged since the last tick
             crate::rtlog::drain();
@@ -404,7 +438,7 @@ impl Watch<'_> {
                 self.leaving.set(true);
                 break;
             }
-            let long_gap = slept > tick * 1_000_000 + STOPPED_GAP_NS;
+            let long_gap = slept > asked + STOPPED_GAP_NS;
             if long_gap {
                 warn!(
                     "scx_floor was stopped or starved for {:.1} s",

@@ -3,7 +3,7 @@
 //! threads use: the clock, the CPU sets, real-time set-up and pinning, the
 //! sleep that a stop eventfd ends, and locking memory.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use anyhow::{Context, Result};
 use log::warn;
@@ -164,6 +164,38 @@ pub fn eventfd_take(fd: i32) -> u64 {
     // SAFETY: reads 8 bytes into our own u64.
     unsafe { libc::read(fd, &mut n as *mut u64 as *mut libc::c_void, 8) };
     n
+}
+
+/// The main thread's wake-up eventfd (-1: not made yet, or `eventfd(2)`
+/// failed: the main thread then sleeps its whole tick).
+static MAIN_WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+
+/// The eventfd that wakes the policy loop's main thread from its tick
+/// ([`wake_main`]), made at the first call; -1 if it could not be made
+/// (`ppoll()` ignores a negative fd).
+pub fn main_wake_fd() -> i32 {
+    let fd = MAIN_WAKE_FD.load(Ordering::Acquire);
+    if fd >= 0 {
+        return fd;
+    }
+    let Ok(new) = eventfd_new() else { return -1 };
+    match MAIN_WAKE_FD.compare_exchange(-1, new, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => new,
+        Err(old) => {
+            // SAFETY: our fd, never shared.
+            unsafe { libc::close(new) };
+            old
+        }
+    }
+}
+
+/// Wakes the policy loop's main thread now: a stop asked (SIGINT,
+/// SIGTERM) or a stats request waits for no tick. One `write(2)`.
+pub fn wake_main() {
+    let fd = main_wake_fd();
+    if fd >= 0 {
+        eventfd_add(fd);
+    }
 }
 
 /// An eventfd that tells the server threads to stop.
