@@ -459,7 +459,9 @@ impl Pool {
     }
 
     /// Leases a free executor whose thread runs to `cpu`'s planner: one
-    /// pinned to `cpu` already if there is one, else the lowest-numbered.
+    /// pinned to `cpu` already if there is one, else one no CPU has pinned
+    /// (so that while there are as many executors as CPUs, each CPU keeps
+    /// its own and never pins again), else the lowest-numbered.
     /// Returns its index, or None when every one is leased (or none runs).
     /// The caller pins its thread to `cpu` unless [`Pool::pinned_to`] says
     /// it is.
@@ -471,8 +473,11 @@ impl Pool {
                     .is_ok()
         };
         let n = self.execs.len();
+        let pinned_to = |c: usize| move |&i: &usize| self.pinned[i].load(Ordering::Relaxed) == c;
         (0..n)
-            .find(|&i| self.pinned[i].load(Ordering::Relaxed) == cpu && take(i))
+            .filter(pinned_to(cpu))
+            .find(|&i| take(i))
+            .or_else(|| (0..n).filter(pinned_to(NO_CPU)).find(|&i| take(i)))
             .or_else(|| (0..n).find(|&i| take(i)))
     }
 
@@ -817,6 +822,19 @@ mod tests {
         assert!(pool.give_back(0, 7));
         assert_eq!(pool.lease(5), Some(1));
         assert_eq!(pool.lease(9), Some(0));
+        // one never pinned before one pinned to another CPU
+        let pool3 = Pool::new(3);
+        for i in 0..3 {
+            pool3.get(i).tid.store(200 + i as u32, Ordering::Relaxed);
+        }
+        pool3.set_pinned(0, 1);
+        assert_eq!(pool3.lease(2), Some(1));
+        assert_eq!(pool3.lease(3), Some(2));
+        assert_eq!(
+            pool3.lease(4),
+            Some(0),
+            "taken from CPU 1 when nothing else is free"
+        );
         pool.forget_pins();
         assert_eq!(pool.pinned_to(1), NO_CPU);
         // post ids go on across leases

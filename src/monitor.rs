@@ -365,7 +365,7 @@ pub fn server_lines(m: &Metrics) -> Vec<String> {
         .iter()
         .map(|(cpu, s)| {
             format!(
-                "{cpu:>4} {:>4} {:>7} {:>12.1} {:>10.1} {:>11} {:>9} {:>6} {:>14.1} {:>7.1} {:>21.3}",
+                "{cpu:>4} {:>4} {:>7} {:>12.1} {:>10.1} {:>11} {:>9} {:>6} {:>14.1} {:>7.1} {:>21.3} {:>13}",
                 s.by,
                 s.periods,
                 s.delivered_ms,
@@ -375,14 +375,15 @@ pub fn server_lines(m: &Metrics) -> Vec<String> {
                 s.failed,
                 s.overrun_max_us,
                 s.debt_us,
-                s.period_boosted_max_ms
+                s.period_boosted_max_ms,
+                s.boosts_remote
             )
         })
         .collect()
 }
 
 /// The header of [`server_lines`].
-pub const SERVER_HEADER: &str = " cpu   by periods delivered_ms boosted_ms boosts_fifo boosts_dl failed overrun_max_us debt_us period_boosted_max_ms";
+pub const SERVER_HEADER: &str = " cpu   by periods delivered_ms boosted_ms boosts_fifo boosts_dl failed overrun_max_us debt_us period_boosted_max_ms boosts_remote";
 
 /// `--monitor SECS`: prints a running scx_floor's stats every `secs`
 /// seconds until SIGINT/SIGTERM: the rates over each interval and the

@@ -63,6 +63,12 @@ struct BoostCounts {
     remote: u64,
 }
 
+/// How soon a planner looks again whether it can give its executor back
+/// while the executor's restores are under way, ns, and for how long it
+/// keeps looking ([`Planner::return_executor`]).
+const RETURN_RECHECK_NS: u64 = 5_000_000;
+const RETURN_WAIT_MAX_NS: u64 = 200_000_000;
+
 /// How long a boost posted to the executor may wait to be taken, ns.
 const EXEC_TAKE_TIMEOUT_NS: u64 = 100_000_000;
 
@@ -399,6 +405,9 @@ struct Planner<'v> {
     lease: Option<usize>,
     /// every executor was leased at a boost, logged (once)
     warned_no_exec: bool,
+    /// since when only the executor's restores keep it leased (ns; 0: not
+    /// so)
+    return_wait_since_ns: u64,
     /// boosted tid -> the executor's post id, for boosts the executor made
     exec_ids: HashMap<u32, u64>,
     /// posts whose system call has not been seen yet: (tid, id, posted at ns)
@@ -700,7 +709,16 @@ impl<'v> Planner<'v> {
             if pool.pinned_to(i) != self.cpu {
                 let tid = pool.get(i).tid.load(Ordering::Relaxed);
                 if let Err(e) = pin_thread(tid, &[self.cpu]) {
-                    warn!("cpu {}: pinning executor {tid} here: {e}", self.cpu);
+                    if !self.warned_no_exec {
+                        self.warned_no_exec = true;
+                        // an errno, not the error's text: that allocates
+                        warn!(
+                            "cpu {}: pinning executor thread {tid} here failed (errno {}): \
+                             boosts here are made from this CPU's planner",
+                            self.cpu,
+                            e.raw_os_error().unwrap_or(0)
+                        );
+                    }
                     pool.set_pinned(i, NO_CPU);
                     pool.give_back(i, self.cpu);
                     return None;
@@ -716,23 +734,37 @@ impl<'v> Planner<'v> {
     /// is left there: no boost it made or was posted, no result to take.
     /// It stays pinned here, asleep, until a planner leases it; this CPU's
     /// next boost takes it back without a system call while it is free.
-    fn return_executor(&mut self) {
+    /// Returns when to look again (monotonic ns) while only the executor's
+    /// restores keep it (a boost just ended, as at a CPU going offline):
+    /// every [`RETURN_RECHECK_NS`], for at most [`RETURN_WAIT_MAX_NS`]. The
+    /// next step may be a period away, and the executor never wakes the
+    /// planner.
+    fn return_executor(&mut self) -> Option<u64> {
         let (Some(pool), Some(i)) = (self.pool, self.lease) else {
-            return;
+            return None;
         };
         // restores the executor made since the step: booked now
         self.settle();
-        if self.exec_ids.is_empty()
-            && self.posted.is_empty()
-            && self.ending.is_empty()
-            && pool.give_back(i, self.cpu)
-        {
+        let nothing_here = self.exec_ids.is_empty() && self.posted.is_empty();
+        if nothing_here && self.ending.is_empty() && pool.give_back(i, self.cpu) {
             self.lease = None;
+            self.return_wait_since_ns = 0;
+            return None;
         }
+        if !nothing_here || self.ending.is_empty() {
+            self.return_wait_since_ns = 0;
+            return None;
+        }
+        let now = monotonic_ns();
+        if self.return_wait_since_ns == 0 {
+            self.return_wait_since_ns = now;
+        }
+        (now - self.return_wait_since_ns < RETURN_WAIT_MAX_NS).then_some(now + RETURN_RECHECK_NS)
     }
 
     /// Logs, once, that this CPU's boosts are made from its planner: every
-    /// executor was leased.
+    /// executor was leased (or one could not be pinned here, logged
+    /// instead).
     fn warn_no_executor_once(&mut self) {
         if self.warned_no_exec || self.pool.is_none() {
             return;
@@ -1236,6 +1268,7 @@ impl<'v> Planner<'v> {
             pool: p.pool,
             lease: None,
             warned_no_exec: false,
+            return_wait_since_ns: 0,
             // room for every slot of the CPU, and as many tombstones
             exec_ids: HashMap::with_capacity(2 * MAX_BOOSTED),
             posted: Vec::with_capacity(MAX_BOOSTED),
@@ -1384,9 +1417,10 @@ fn plan_cpu(
                 info!("CPU {cpu} is offline: its server is parked until it is back");
             }
             a.settle();
-            a.return_executor();
+            let recheck = a.return_executor();
             a.publish(report);
-            if sleep(monotonic_ns() + MAX_SLEEP_NS, &[rb.epoll_fd(), stop_fd]) {
+            let until = recheck.unwrap_or_else(|| monotonic_ns() + MAX_SLEEP_NS);
+            if sleep(until, &[rb.epoll_fd(), stop_fd]) {
                 let _ = rb.consume();
             }
             continue;
@@ -1396,23 +1430,32 @@ fn plan_cpu(
             info!("CPU {cpu} is online again: serving");
         }
         let next = a.step();
-        a.return_executor();
         let took = monotonic_ns() - t0;
         a.counts.steps += 1;
         a.counts.step_ns += took;
         a.counts.step_max_ns = a.counts.step_max_ns.max(took);
+        let mut recheck = a.return_executor();
         a.publish(report);
         let mut deadline = sleep_deadline(next, monotonic_ns(), on_cpu(cpu));
-        while sleep(deadline, &[rb.epoll_fd(), stop_fd]) {
-            let _ = rb.consume();
-            // A boosted task blocked. While another boosted task can run,
-            // the kernel has already handed it the CPU: the share of the one
-            // that blocked is redistributed at the next timed step. Only when
-            // none can run is a step needed now (to boost the next waiters).
-            if !a.server.started() || !a.any_boost_runnable() {
+        loop {
+            let until = recheck.map_or(deadline, |r| r.min(deadline));
+            if sleep(until, &[rb.epoll_fd(), stop_fd]) {
+                let _ = rb.consume();
+                // A boosted task blocked. While another boosted task can
+                // run, the kernel has already handed it the CPU: the share
+                // of the one that blocked is redistributed at the next timed
+                // step. Only when none can run is a step needed now (to
+                // boost the next waiters).
+                if !a.server.started() || !a.any_boost_runnable() {
+                    break;
+                }
+                deadline = deadline.max(monotonic_ns());
+            } else if recheck.is_some() && monotonic_ns() < deadline {
+                // the executor's restores are in: give it back, no step
+                recheck = a.return_executor();
+            } else {
                 break;
             }
-            deadline = deadline.max(monotonic_ns());
         }
     }
     crate::rtalloc::serving(false);

@@ -2,7 +2,7 @@
 # scx_floor loads (state enabled, root/ops names scx_floor), prints its stats,
 # and unloads on SIGINT and on SIGTERM with exit code 0 (state disabled).
 # Its log, written to a file, has no colour codes and names the build as -V.
-# A CPU named twice in --server-cpus gets one server (one executor thread).
+# A CPU named twice in --server-cpus gets one server (one planner thread).
 # On PREEMPT_RT, irq_work/1, rcuc/1, ktimers/1 and rcub/N run at SCHED_FIFO 99
 # while it is loaded and at their own priority again after.
 source "$(dirname "$0")/lib.sh"
