@@ -12,7 +12,14 @@
 //! not in these figures: they are per step and per boost, and the step
 //! counts printed here say how many there are.
 //!
-//!   cargo bench --bench server_scale [-- CPUS...]     (default 256 1024)
+//!   cargo bench --bench server_scale [-- CPUS...] [--plot DIR] [--footprint TSV]...
+//!
+//! CPUS defaults to 256 1024. `--plot DIR` also draws the figures against
+//! the CPU count as PNG files in DIR: `scale_planning.png` (planning per
+//! period) and `scale_memory.png` (a server's memory per CPU); with
+//! `--footprint`, `scale_vm.png`: scx_floor's `VmRSS` and `VmLck` in the VM
+//! against the vCPU count, from the medians of `bench/footprint`'s raw
+//! lines (the last file wins for a vCPU count).
 //!
 //! It exits 1 when planning all CPUs takes more than `BUDGET_SHARE` of one
 //! CPU at the 1 s period, at up to 1024 CPUs; when a server holds more than
@@ -25,6 +32,11 @@ use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 use std::time::Instant;
 
 use scx_floor::server::{Action, CpuServer, Sample, ServerConfig, TaskNow, Waiter};
+
+// The A/B harness's plots (one line chart per PNG, the system's TTF font).
+#[allow(dead_code, unused_imports)]
+#[path = "../ab/src/plot.rs"]
+mod plot;
 
 /// Heap bytes live in this process.
 static LIVE: AtomicIsize = AtomicIsize::new(0);
@@ -217,12 +229,113 @@ fn run(n: usize) -> (f64, f64, f64, f64, u64) {
     )
 }
 
+/// The options after `--`: CPU counts, `--plot DIR`, `--footprint TSV`s
+/// (cargo's own `--bench` is skipped).
+struct Opts {
+    counts: Vec<usize>,
+    plot: Option<std::path::PathBuf>,
+    footprint: Vec<std::path::PathBuf>,
+}
+
+fn opts() -> Opts {
+    let mut o = Opts {
+        counts: Vec::new(),
+        plot: None,
+        footprint: Vec::new(),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--plot" => o.plot = args.next().map(Into::into),
+            "--footprint" => o.footprint.extend(args.next().map(Into::into)),
+            _ => o.counts.extend(a.parse::<usize>().ok()),
+        }
+    }
+    o
+}
+
+/// `bench/footprint`'s median lines ("footprint\tmedian\tVCPUS\tNAME\tVALUE...")
+/// of `files`: (vCPUs, VmRSS MB, VmLck MB) per vCPU count, sorted.
+fn footprint_medians(files: &[std::path::PathBuf]) -> anyhow::Result<Vec<(f64, f64, f64)>> {
+    let mut by_cpus: std::collections::BTreeMap<u64, (f64, f64)> = Default::default();
+    for f in files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", f.display()))?;
+        for l in text.lines() {
+            let w: Vec<&str> = l.split('\t').collect();
+            if w.len() < 5 || w[0] != "footprint" || w[1] != "median" {
+                continue;
+            }
+            let (Ok(cpus), Ok(v)) = (w[2].parse::<u64>(), w[4].parse::<f64>()) else {
+                continue;
+            };
+            let e = by_cpus.entry(cpus).or_insert((f64::NAN, f64::NAN));
+            match w[3] {
+                "rss_kb" => e.0 = v / 1000.0,
+                "lck_kb" => e.1 = v / 1000.0,
+                _ => {}
+            }
+        }
+    }
+    Ok(by_cpus
+        .into_iter()
+        .filter(|(_, (r, l))| r.is_finite() && l.is_finite())
+        .map(|(c, (r, l))| (c as f64, r, l))
+        .collect())
+}
+
+/// Draws the PNGs of `--plot` (see the module's doc) from `rows`: (CPUs,
+/// planning ns per period, memory bytes per CPU).
+fn draw(o: &Opts, rows: &[(usize, f64, f64)]) -> anyhow::Result<()> {
+    let Some(dir) = &o.plot else { return Ok(()) };
+    std::fs::create_dir_all(dir)?;
+    let pts = |f: fn(&(usize, f64, f64)) -> f64| rows.iter().map(|r| (r.0 as f64, f(r))).collect();
+    plot::lines(
+        &dir.join("scale_planning.png"),
+        "Planning all CPUs' servers, one 1 s period (simulated CPUs, best of 3)",
+        "CPUs",
+        "ms per period",
+        &[plot::Series {
+            label: "all steps of one period".into(),
+            points: pts(|r| r.1 / 1e6),
+        }],
+    )?;
+    plot::lines(
+        &dir.join("scale_memory.png"),
+        "A server's memory per CPU (simulated CPUs)",
+        "CPUs",
+        "KB per CPU",
+        &[plot::Series {
+            label: "server size + heap".into(),
+            points: pts(|r| r.2 / 1e3),
+        }],
+    )?;
+    if !o.footprint.is_empty() {
+        let m = footprint_medians(&o.footprint)?;
+        plot::lines(
+            &dir.join("scale_vm.png"),
+            "scx_floor and its guardian in the VM, nothing starving (medians of 3 starts)",
+            "vCPUs",
+            "MB",
+            &[
+                plot::Series {
+                    label: "VmRSS".into(),
+                    points: m.iter().map(|r| (r.0, r.1)).collect(),
+                },
+                plot::Series {
+                    label: "VmLck".into(),
+                    points: m.iter().map(|r| (r.0, r.2)).collect(),
+                },
+            ],
+        )?;
+    }
+    println!("plots written to {}", dir.display());
+    Ok(())
+}
+
 fn main() {
-    let mut counts: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .filter_map(|a| a.parse().ok())
-        .collect();
+    let o = opts();
+    let mut counts = o.counts.clone();
     if counts.is_empty() {
         counts = vec![256, 1024];
     }
@@ -232,6 +345,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|");
     let mut over = false;
+    let mut rows = Vec::new();
     for n in counts {
         // best of 3: the least disturbed by the host
         let best = (0..3)
@@ -239,6 +353,7 @@ fn main() {
             .min_by(|a, b| a.0.total_cmp(&b.0))
             .unwrap();
         let share = best.0 / 1e9;
+        rows.push((n, best.0, best.2));
         println!(
             "| {n} | {:.3} | {:.4}% | {:.1} | {:.0} | {:.1} |",
             best.0 / 1e6,
@@ -273,6 +388,10 @@ fn main() {
             );
             std::process::exit(1);
         }
+    }
+    if let Err(e) = draw(&o, &rows) {
+        eprintln!("server_scale: the plots: {e:#}");
+        std::process::exit(1);
     }
     if over {
         eprintln!(
