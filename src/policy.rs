@@ -608,6 +608,14 @@ fn run_servers(
         for (i, ex) in pool.executors().iter().enumerate() {
             handles.push(spawn_executor(s, view, i, ex)?);
         }
+        if !pool.executors().is_empty() {
+            info!(
+                "{} executor thread(s) for {} served CPU(s) (--executors {})",
+                pool.executors().len(),
+                cfg.cpus.len(),
+                cfg.executors
+            );
+        }
         if let Some(sc) = cfg.server {
             for (i, &cpu) in cfg.cpus.iter().enumerate() {
                 let (stop, report, fd, life) = (&stop, &reports[i], stop_fd.0, &lifelines[i]);

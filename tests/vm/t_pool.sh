@@ -42,6 +42,7 @@ start_floor --executors 1 --server-runtime-us 600000 --stats 1
 seq=$(enable_seq)
 xtid=$(grep -l '^scx_floor-x/' /proc/"$FLOOR_PID"/task/*/comm 2>/dev/null | awk -F/ '{ print $5 }')
 [ "$(wc -w <<<"$xtid")" = 1 ] || fail "executor threads with --executors 1: $(echo $xtid)"
+grep -q "1 executor thread(s) for 2 served CPU(s) (--executors 1)" "$FLOOR_LOG" || fail "the start did not log the executors"
 
 n0=$(hog 0) n1=$(hog 1)
 wait_spinning 10 "$n0" "$n1" || fail "the normal tasks did not spin"
