@@ -1202,8 +1202,7 @@ pub fn serve_cpu(
     pool: &Pool,
 ) -> Result<()> {
     let online = online_cpus()?;
-    let housekeeping = housekeeping_of(&online, &nohz_full_cpus());
-    agent_setup(view, &housekeeping)?;
+    agent_setup(view, &housekeeping_of(&online, &nohz_full_cpus()))?;
     if (fault::is(Fault::StuckPlanner) || fault::is(Fault::StuckNoRescue))
         && cfg.cpus.first() == Some(&cpu)
     {
@@ -1416,7 +1415,7 @@ fn plan_cpu(
                 a.park_offline();
                 info!("CPU {cpu} is offline: its server is parked until it is back");
             }
-            a.settle();
+            // books the executor's results (settle()) and gives it back
             let recheck = a.return_executor();
             a.publish(report);
             let until = recheck.unwrap_or_else(|| monotonic_ns() + MAX_SLEEP_NS);

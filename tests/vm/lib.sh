@@ -328,6 +328,13 @@ PY
 # ms_per_s PID SECS: CPU time the task got, ms per s of wall time, over SECS.
 ms_per_s() { ms_per_s_of "$2" "$1"; }
 
+# server_col CPU NAME: column NAME of CPU's row in the last server table that
+# --stats wrote to $FLOOR_LOG (0 when there is none).
+server_col() {
+	awk -v c="$1" -v n="$2" '/^server:/ { for (i = 2; i <= NF; i++) if ($i == n) k = i - 1; t = 1; next }
+		t && $1 == c { v = $k; t = 0 } END { print v + 0 }' "$FLOOR_LOG"
+}
+
 # first_service_ms PID MAXSECS: ms until the task's run time grows (polls every 5 ms).
 first_service_ms() {
 	local a t0 now

@@ -96,8 +96,7 @@ figure many_idle_tasks "$idle" "== 0"
 ge "$total" 40 || fail "the $N tasks together got $total ms/s (< 40)"
 warned=$(grep -c "more normal tasks starve here than scx_floor boosts at once" "$FLOOR_LOG")
 [ "$warned" = 1 ] || fail "the slot limit was logged $warned times, not once"
-full=$(awk '/^server:/ { for (i = 2; i <= NF; i++) if ($i == "slots_full") c = i - 1; t = 1; next }
-	t && $1 == 1 { v = $c; t = 0 } END { print v + 0 }' "$FLOOR_LOG")
+full=$(server_col 1 slots_full)
 note "slot limit logged once; slots_full $full"
 [ "$full" -gt 0 ] || fail "slots_full is $full in the server table"
 

@@ -17,11 +17,6 @@
 source "$(dirname "$0")/lib.sh"
 as_controller
 
-# col_of CPU NAME: column NAME of CPU in the last server table of --stats
-col_of() {
-	awk -v c="$1" -v n="$2" '/^server:/ { for (i = 2; i <= NF; i++) if ($i == n) k = i - 1; next }
-		k && $1 == c && NF >= k { v = $k } END { print v + 0 }' "$FLOOR_LOG"
-}
 # window_ms_per_s SECS PID...: each task's ms/s over SECS from schedstat,
 # with no fork while the hogs run (the controller should not wait on the
 # 9p root while RT hogs hold both CPUs; t_rescue). This boot has no
@@ -59,8 +54,8 @@ kill -KILL "$h0" "$h1" 2>/dev/null
 wait_for 3 not_boosted "$n0" >/dev/null || fail "B: CPU 0's task still $(sched_of "$n0") 3 s after the hogs"
 wait_for 3 not_boosted "$n1" >/dev/null || fail "B: CPU 1's task still $(sched_of "$n1") 3 s after the hogs"
 nap 1.5
-r0=$(col_of 0 boosts_remote) r1=$(col_of 1 boosts_remote)
-f0=$(col_of 0 boosts_fifo) f1=$(col_of 1 boosts_fifo)
+r0=$(server_col 0 boosts_remote) r1=$(server_col 1 boosts_remote)
+f0=$(server_col 0 boosts_fifo) f1=$(server_col 1 boosts_fifo)
 note "B: hogs on both CPUs: CPU 0 $got0 ms/s ($r0 of $f0 boosts by its planner), CPU 1 $got1 ms/s ($r1 of $f1)"
 figure b_cpu0_ms_per_s "$got0" "420 .. 900"
 figure b_cpu1_ms_per_s "$got1" "420 .. 900"
@@ -80,7 +75,7 @@ xcpus=$(taskset -pc "$xtid" 2>/dev/null | sed 's/.*: //')
 kill -KILL "$h0" "$n0" "$n1" 2>/dev/null
 wait "$n0" "$n1" 2>/dev/null
 nap 1.5
-r0b=$(col_of 0 boosts_remote)
+r0b=$(server_col 0 boosts_remote)
 note "D: hog on CPU 0 alone: $got0 ms/s, executor on CPUs $xcpus, boosts_remote $r0 -> $r0b"
 ge "$got0" 420 && le "$got0" 800 || fail "D: CPU 0's normal task got $got0 ms/s (600 ms budget; 420 .. 800)"
 [ "$xcpus" = 0 ] || fail "D: the executor is pinned to CPUs $xcpus while it serves CPU 0"
