@@ -153,6 +153,9 @@ struct floor_cpu_stat {
 	/* slice timer writes (bpf_timer_start): at most one per run, and
 	 * about one per slice while runs are short */
 	u64 nr_timer_arms;
+	/* runs the scheduler tick ended at slice expiry (ops.tick() found them
+	 * due; their timer was left to that tick) */
+	u64 nr_tick_ends;
 	/* 1 while a higher class owns the CPU */
 	u64 hi_running;
 	/* the last higher-class task (not scx_floor's own threads) that ran

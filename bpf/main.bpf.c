@@ -158,7 +158,19 @@ struct slice_ctx {
 	u64 lat_est_ns;		/* EWMA of timer expiry -> switch-out latency */
 	u64 fired_ns;		/* when the timer's callback ran for the current run */
 	u32 pid;
-	u32 expired;		/* the timer kicked the current run */
+	/* the current run's slice ended: 1 by the timer (or slice-end thread),
+	 * 2 at a boost's end, 3 by the tick (floor_tick()) */
+	u32 expired;
+	u64 tick_last_ns;	/* the last scheduler tick seen here (ops.tick()) */
+	u64 tick_ref_ns;	/* a tick and jiffies then: the tick period's base */
+	u64 tick_ref_jiffies;
+	u64 tick_ns;		/* the tick period, learnt; 0 = not yet */
+	/* The current run's timer is not armed until a task queues for this
+	 * CPU (timer_waiter()) or a tick finds one queued (floor_tick()). */
+	u32 deferred;
+	/* The current run's task blocked early in its last run: its timer is
+	 * left to the tick (floor_tick()). */
+	u32 short_run;
 };
 
 struct {
@@ -286,14 +298,18 @@ static __always_inline void slicer_wake_up(s32 cpu)
 
 /*
  * A task now waits for cpu (queued in its DSQ or local DSQ): if the run
- * there began with nobody waiting and its slice-end thread was left parked,
- * the run's slice now matters. The thread sleeps until the run is due, or
- * ends it at once if it is overdue.
+ * there began with nobody waiting and its slice-end thread was left parked
+ * (or its slice timer not armed: timer_waiter()), the run's slice now
+ * matters. The thread sleeps until the run is due, or ends it at once if it
+ * is overdue.
  */
+static __always_inline void timer_waiter(s32 cpu);
+
 static __always_inline void slicer_waiter(s32 cpu)
 {
 	struct floor_slicer *sl = slicer(cpu);
 
+	timer_waiter(cpu);
 	if (slice_end != FLOOR_SLICE_END_THREAD || !sl ||
 	    !slicer_deferred[cpu & (FLOOR_MAX_CPUS - 1)])
 		return;
@@ -308,12 +324,15 @@ static __always_inline void slicer_waiter(s32 cpu)
 
 /*
  * A task waits in the shared DSQ and no CPU was idle for it: every run that
- * began with nobody waiting now has a slice to end.
+ * began with nobody waiting now has a slice to end. With bpf_timer, this
+ * CPU's run arms its timer now; the other CPUs' runs at their next tick
+ * (floor_tick()), not kicked one by one.
  */
 static __always_inline void slicer_waiter_any(void)
 {
 	u32 i, n = scx_bpf_nr_cpu_ids();
 
+	timer_waiter(bpf_get_smp_processor_id());
 	if (slice_end != FLOOR_SLICE_END_THREAD || !nr_slicers_deferred)
 		return;
 	bpf_for(i, 0, n) {
@@ -355,24 +374,26 @@ static __always_inline struct cur_run *cur_run(s32 cpu)
  * task running there if its vtime, charged for the time it has run so far,
  * is ahead by more than a quarter of the CPU's slice.
  */
-static __always_inline void wakeup_preempt_check(s32 cpu, u64 vtime, u64 slice,
+static __always_inline bool wakeup_preempt_check(s32 cpu, u64 vtime, u64 slice,
 						 struct floor_cpu_stat *st)
 {
 	struct cur_run *r = cur_run(cpu);
 	u64 since, now, cur, w;
 
 	if (!r || !st)
-		return;
+		return false;
 	since = r->since_ns;
 	if (!since || r->out_of_order)
-		return;	/* idle, not ours, or a run not to cut short */
+		return false;	/* idle, not ours, or a run not to cut short */
 	now = bpf_ktime_get_ns();
 	w = r->weight ? r->weight : 100;
 	cur = r->vtime + vtime_charge(now > since ? now - since : 0, w);
 	if (vtime_before(vtime + slice / 4, cur)) {
 		__sync_fetch_and_add(&st->nr_wakeup_preempt, 1);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		return true;
 	}
+	return false;
 }
 
 /* floor(log2(v)) for v > 0, without a loop (BPF has no clz). */
@@ -592,6 +613,8 @@ struct task_ctx {
 	/* The clock p->scx.dsq_vtime (and vtime) is measured against: a CPU, or
 	 * FRAME_SHARED for vtime_now (see cpu_vnow). */
 	u64 frame;
+	/* Its last run blocked within a quarter of the slice (run_end()). */
+	u64 blocked_early;
 };
 
 #define FRAME_SHARED ((u64)FLOOR_SHARED_DSQ)
@@ -824,11 +847,17 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		} else {
 			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 		}
-		slicer_waiter(cpu);
+		/*
+		 * A waking task that preempts ends the run at once: the run's
+		 * slice then has nothing to end.
+		 */
 		if (st && st->hi_running)
 			starve_open(st, cpu, bpf_ktime_get_ns());
-		else if (wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP))
-			wakeup_preempt_check(cpu, vtime, slice, st);
+		if (!(st && st->hi_running) && wakeup_preempt && sleeper &&
+		    (enq_flags & SCX_ENQ_WAKEUP) && wakeup_preempt_check(cpu, vtime, slice, st))
+			;
+		else
+			slicer_waiter(cpu);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
@@ -847,14 +876,17 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 			starve_open(st, cpu, bpf_ktime_get_ns());
 	}
 	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
-	if (own)
-		slicer_waiter(cpu);
-	else if (idle < 0)
-		slicer_waiter_any();
-	if (idle >= 0)
+	if (idle >= 0) {
+		if (own)
+			slicer_waiter(cpu);
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
-	else if (wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP))
-		wakeup_preempt_check(cpu, frame_move(vtime, frame, cpu), slice, st);
+	} else if (!(wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP) &&
+		     wakeup_preempt_check(cpu, frame_move(vtime, frame, cpu), slice, st))) {
+		if (own)
+			slicer_waiter(cpu);
+		else
+			slicer_waiter_any();
+	}
 }
 
 /* Per CPU: the last starvation scan, ns. */
@@ -960,6 +992,27 @@ static __always_inline void slice_timer_arm(struct slice_ctx *sc, s32 cpu, u64 n
 		st->nr_timer_arms++;
 }
 
+/*
+ * Whether the scheduler tick on sc's CPU may arm the timer for a run due at
+ * at_ns instead of the caller arming it now: the tick period is known and
+ * the next tick comes a margin (an eighth of the period) before at_ns. The
+ * tick keeps running under a task with a finite slice (the kernel stops it
+ * only for SCX_SLICE_INF), keeps its phase across idle (tick_nohz_restart()
+ * forwards the last tick), and ops.tick() arms the timer then, or ends the
+ * run if it is due (floor_tick()). Runs that block or are preempted before
+ * the tick thus cost no timer write and no expiry: under pipe ping-pong or
+ * a task woken every millisecond next to a hog, most runs.
+ */
+static __always_inline bool tick_arms(struct slice_ctx *sc, u64 now, u64 at_ns)
+{
+	u64 t = sc->tick_ns, last = sc->tick_last_ns, next;
+
+	if (!t || !last || now < last || now - last > 8 * t)
+		return false;
+	next = last + ((now - last) / t + 1) * t;
+	return next + t / 8 < at_ns;
+}
+
 static int slice_timer_fn(void *map, int *key, struct slice_ctx *sc)
 {
 	s32 cpu = *key;
@@ -972,7 +1025,8 @@ static int slice_timer_fn(void *map, int *key, struct slice_ctx *sc)
 		return 0;
 	/* Armed by an earlier run: the one in progress is due later. */
 	if (!sc->expired && now + timer_early_ns(sc->slice_ns) < sc->timer_at_ns) {
-		slice_timer_arm(sc, cpu, now, sc->timer_at_ns);
+		if (!sc->deferred && !sc->short_run && !tick_arms(sc, now, sc->timer_at_ns))
+			slice_timer_arm(sc, cpu, now, sc->timer_at_ns);
 		return 0;
 	}
 	if (!sc->expired) {
@@ -984,6 +1038,36 @@ static int slice_timer_fn(void *map, int *key, struct slice_ctx *sc)
 	/* Ends the current task's slice now, as the tick would have later. */
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	return 0;
+}
+
+/*
+ * A task was queued for cpu: a run there whose timer was deferred for want
+ * of a waiter gets it now. On another CPU (the caller holds that CPU's
+ * runqueue lock: ops.enqueue()), the timer cannot be armed from here (it is
+ * pinned to the CPU that arms it, and its state is written only there), and
+ * a plain kick would let the run go on untouched (the kernel keeps a task
+ * with slice left without a new ops.running()). So that run ends now: vtime
+ * order then picks the waiter, or the same task for a new run, whose timer
+ * the waiter arms (prev_runs_on()).
+ */
+static __always_inline void timer_waiter(s32 cpu)
+{
+	struct slice_ctx *sc;
+	u64 now;
+
+	if (slice_end != FLOOR_SLICE_END_BPF_TIMER)
+		return;
+	sc = slice_ctx(cpu);
+	if (!sc || !sc->deferred || !sc->started_ns || sc->expired || sc->short_run)
+		return;
+	sc->deferred = 0;
+	if (cpu != bpf_get_smp_processor_id()) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		return;
+	}
+	now = bpf_ktime_get_ns();
+	if (!tick_arms(sc, now, sc->timer_at_ns))
+		slice_timer_arm(sc, cpu, now, sc->timer_at_ns);
 }
 
 /*
@@ -1047,6 +1131,48 @@ static __always_inline void slicer_stopping(struct task_struct *p, s32 cpu,
 	}
 	if (sl && (!runnable || !p->scx.slice))
 		sl->due_ns = 0;
+}
+
+/*
+ * Whether a normal task waits for cpu (the caller runs on cpu): in its local
+ * DSQ, its own DSQ, or the shared one.
+ */
+static __always_inline bool cpu_has_waiters(s32 cpu)
+{
+	return scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) > 0 || scx_bpf_dsq_nr_queued(cpu) > 0 ||
+	       scx_bpf_dsq_nr_queued(FLOOR_SHARED_DSQ) > 0;
+}
+
+/*
+ * The slice timer of the run of p that starts on cpu (sc->timer_at_ns set),
+ * armed only where a run may need it before the tick could act:
+ * - p blocked within a quarter slice last time (task_ctx.blocked_early):
+ *   left to the tick, which arms it once the run has lasted a quarter
+ *   slice, or ends the run if it is due. A run that lasts its whole slice
+ *   with no tick in it ends at the first tick after it is due: at most a
+ *   tick period late, once per task that stops blocking early.
+ * - nobody waits for cpu: ending the slice would give the CPU back to p.
+ *   The first task queued for cpu arms it (timer_waiter()).
+ * - otherwise armed now, unless a tick comes first (tick_arms()).
+ * A timer armed for a run that then blocks or is preempted still fires (an
+ * interrupt, a softirq and a clock event write or two); under the emulator
+ * those made hackbench 10-25% slower and a SCHED_OTHER cyclictest's p99 1.2x
+ * (docs/design.md, Decisions: "The slice timer only where a run needs it").
+ */
+static __always_inline void slice_timer_run(struct task_struct *p, struct slice_ctx *sc, s32 cpu)
+{
+	struct task_ctx *tc = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+
+	sc->deferred = 0;
+	sc->short_run = tc && tc->blocked_early;
+	if (sc->short_run)
+		return;
+	if (!cpu_has_waiters(cpu)) {
+		sc->deferred = 1;
+		return;
+	}
+	if (!tick_arms(sc, sc->started_ns, sc->timer_at_ns))
+		slice_timer_arm(sc, cpu, sc->started_ns, sc->timer_at_ns);
 }
 
 /* A run of p begins on its CPU (ops.running(), or a run kept on, below). */
@@ -1138,7 +1264,7 @@ static __always_inline void run_begin(struct task_struct *p)
 		lead = sc->slice_ns - sc->slice_ns / 8;
 	sc->timer_at_ns = sc->started_ns + sc->slice_ns - lead;
 	if (slice_end == FLOOR_SLICE_END_BPF_TIMER) {
-		slice_timer_arm(sc, cpu, sc->started_ns, sc->timer_at_ns);
+		slice_timer_run(p, sc, cpu);
 	} else {
 		lead = timer_lead_ns >= 0 ? (u64)timer_lead_ns : sc->lat_est_ns;
 		if (lead > slice - slice / 8)
@@ -1179,7 +1305,7 @@ static __always_inline void run_end(struct task_struct *p, bool runnable)
 	/* Still runnable with no slice left: the slice expired (timer or tick). */
 	if (runnable && sc->expired != 2 && (sc->expired || p->scx.slice == 0)) {
 		/* Learn the timer's latency from the runs it ended. */
-		if (sc->expired && now > sc->timer_at_ns) {
+		if (sc->expired == 1 && now > sc->timer_at_ns) {
 			u64 sample = now - sc->timer_at_ns, cap = 2 * sc->lat_est_ns + 20000;
 			s64 err;
 
@@ -1211,8 +1337,15 @@ static __always_inline void run_end(struct task_struct *p, bool runnable)
 	if (!runnable || !p->scx.slice || ran >= cpu_slice(cpu) / 2) {
 		struct task_ctx *tc = task_ctx_of(p);
 
-		if (tc)
+		if (tc) {
 			tc->wait_since_ns = now;
+			tc->blocked_early = !runnable && ran < cpu_slice(cpu) / 4;
+		}
+	} else {
+		struct task_ctx *tc = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+
+		if (tc)
+			tc->blocked_early = 0;
 	}
 
 	/* Charge the run to the task's vtime, scaled by its weight (100 = nice 0). */
@@ -1227,6 +1360,67 @@ void BPF_STRUCT_OPS(floor_running, struct task_struct *p)
 void BPF_STRUCT_OPS(floor_stopping, struct task_struct *p, bool runnable)
 {
 	run_end(p, runnable);
+}
+
+/*
+ * A scheduler tick on p's CPU while p runs there. Learns the tick's period
+ * (ns per jiffy: first over 100 ms of ticks, within a jiffy in 25 at HZ=250,
+ * then over each second) and phase, then arms the
+ * slice timer for a run that tick_arms() left to the tick, or ends the run
+ * here if it is due: the kernel reschedules after ops.tick() when the slice
+ * reads 0 (task_tick_scx() in kernel/sched/ext.c).
+ */
+void BPF_STRUCT_OPS(floor_tick, struct task_struct *p)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct slice_ctx *sc;
+	u64 now, j;
+
+	if (slice_end != FLOOR_SLICE_END_BPF_TIMER)
+		return;
+	sc = slice_ctx(cpu);
+	if (!sc)
+		return;
+	now = bpf_ktime_get_ns();
+	j = bpf_jiffies64();
+	sc->tick_last_ns = now;
+	if (!sc->tick_ref_ns || j <= sc->tick_ref_jiffies) {
+		sc->tick_ref_ns = now;
+		sc->tick_ref_jiffies = j;
+	} else if (now - sc->tick_ref_ns >= (sc->tick_ns ? 1000000000ULL : 100000000ULL)) {
+		sc->tick_ns = (now - sc->tick_ref_ns) / (j - sc->tick_ref_jiffies);
+		sc->tick_ref_ns = now;
+		sc->tick_ref_jiffies = j;
+	}
+	if (!sc->started_ns || sc->pid != p->pid || sc->expired)
+		return;
+	if (sc->deferred) {
+		if (!cpu_has_waiters(cpu))
+			return;
+		sc->deferred = 0;
+	}
+	/*
+	 * Due by the slice itself: end it here (expired 3: no timer latency
+	 * to learn from). Due only by the timer's lead (timer_at_ns): the
+	 * timer, armed now, fires after about that lead.
+	 */
+	if (now + timer_early_ns(sc->slice_ns) >= sc->started_ns + sc->slice_ns) {
+		struct floor_cpu_stat *st = cpu_stat(cpu);
+
+		sc->expired = 3;
+		sc->fired_ns = now;
+		p->scx.slice = 0;
+		if (st)
+			__sync_fetch_and_add(&st->nr_tick_ends, 1);
+		return;
+	}
+	if (sc->short_run) {
+		if (now - sc->started_ns < sc->slice_ns / 4)
+			return;
+		sc->short_run = 0;
+	}
+	if (!tick_arms(sc, now, sc->timer_at_ns))
+		slice_timer_arm(sc, cpu, now, sc->timer_at_ns);
 }
 
 /*
@@ -1660,6 +1854,7 @@ SCX_OPS_DEFINE(floor_ops,
 	       .dispatch = (void *)floor_dispatch,
 	       .running = (void *)floor_running,
 	       .stopping = (void *)floor_stopping,
+	       .tick = (void *)floor_tick,
 	       .enable = (void *)floor_enable,
 	       .dequeue = (void *)floor_dequeue,
 	       .disable = (void *)floor_disable,

@@ -55,6 +55,8 @@ pub struct CpuMetrics {
     pub nr_timer_kicks: u64,
     #[stat(desc = "slice timer writes, about one per slice while runs are shorter (count)")]
     pub nr_timer_arms: u64,
+    #[stat(desc = "runs the scheduler tick ended when due, their timer left to it (count)")]
+    pub nr_tick_ends: u64,
     #[stat(desc = "wake-ups that preempted the running task by the vtime rule (count)")]
     pub nr_wakeup_preempt: u64,
     #[stat(desc = "queued tasks the starvation guard dispatched out of vtime order (count)")]
@@ -80,6 +82,7 @@ impl CpuMetrics {
             overshoot_max_ns: c.overshoot_max_ns,
             nr_timer_kicks: c.nr_timer_kicks,
             nr_timer_arms: c.nr_timer_arms,
+            nr_tick_ends: c.nr_tick_ends,
             nr_wakeup_preempt: c.nr_wakeup_preempt,
             nr_starve_rescue: c.nr_starve_rescue,
             nr_rcu_boost: c.nr_rcu_boost,

@@ -112,6 +112,7 @@ fn counters_of(s: &types::floor_cpu_stat) -> CpuCounters {
         overshoot_max_ns: rd(&s.overshoot_max_ns),
         nr_timer_kicks: rd(&s.nr_timer_kicks),
         nr_timer_arms: rd(&s.nr_timer_arms),
+        nr_tick_ends: rd(&s.nr_tick_ends),
         hi_running: rd(&s.hi_running),
         timer_lat_ns: rd(&s.timer_lat_ns),
         nr_runnable: rd(&s.nr_runnable),

@@ -37,6 +37,9 @@ pub struct CpuCounters {
     /// slice timer writes (`bpf_timer_start`); about one per slice while
     /// runs are shorter than it
     pub nr_timer_arms: u64,
+    /// runs the scheduler tick ended when due (their slice timer was left
+    /// to that tick)
+    pub nr_tick_ends: u64,
     /// 1 while a higher class owns the CPU
     pub hi_running: u64,
     /// the slice timer's learned latency, ns
