@@ -370,12 +370,13 @@ static __always_inline struct cur_run *cur_run(s32 cpu)
 }
 
 /*
- * A task waking with vtime `vtime` queues for CPU cpu: preempt the normal
- * task running there if its vtime, charged for the time it has run so far,
- * is ahead by more than a quarter of the CPU's slice.
+ * A task waking with vtime `vtime` queues for CPU cpu: whether it preempts
+ * the normal task running there, whose vtime, charged for the time it has
+ * run so far, is ahead by more than a quarter of the CPU's slice (counted in
+ * nr_wakeup_preempt; the caller preempts).
  */
-static __always_inline bool wakeup_preempt_check(s32 cpu, u64 vtime, u64 slice,
-						 struct floor_cpu_stat *st)
+static __always_inline bool wakeup_preempts(s32 cpu, u64 vtime, u64 slice,
+					    struct floor_cpu_stat *st)
 {
 	struct cur_run *r = cur_run(cpu);
 	u64 since, now, cur, w;
@@ -390,10 +391,19 @@ static __always_inline bool wakeup_preempt_check(s32 cpu, u64 vtime, u64 slice,
 	cur = r->vtime + vtime_charge(now > since ? now - since : 0, w);
 	if (vtime_before(vtime + slice / 4, cur)) {
 		__sync_fetch_and_add(&st->nr_wakeup_preempt, 1);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		return true;
 	}
 	return false;
+}
+
+/* wakeup_preempts(), then the preemption: a kick of cpu. */
+static __always_inline bool wakeup_preempt_check(s32 cpu, u64 vtime, u64 slice,
+						 struct floor_cpu_stat *st)
+{
+	if (!wakeup_preempts(cpu, vtime, slice, st))
+		return false;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	return true;
 }
 
 /* floor(log2(v)) for v > 0, without a loop (BPF has no clz). */
@@ -564,34 +574,6 @@ static __always_inline void drain_request(s32 cpu, u32 why)
 		__sync_fetch_and_add(&nr_drain, 1);
 }
 
-static __always_inline void waiter_add(struct task_struct *p, s32 cpu, u64 now)
-{
-	struct floor_waiter w = {
-		.since_ns = now,
-		.cpu = cpu,
-		.weight = p->scx.weight,
-		.pinned = only_this_cpu(p),
-		.kthread = !!(p->flags & PF_KTHREAD),
-		/* nsec_to_clock_t() with USER_HZ = 100 (x86) */
-		.start_ticks = p->start_boottime / 10000000,
-	};
-	u32 pid = p->pid;
-	struct floor_cpu_stat *st;
-
-	if (bpf_map_update_elem(&waiters, &pid, &w, BPF_ANY)) {
-		st = cpu_stat(cpu);
-		if (st)
-			__sync_fetch_and_add(&st->nr_waiters_dropped, 1);
-	}
-}
-
-static __always_inline void waiter_del(struct task_struct *p)
-{
-	u32 pid = p->pid;
-
-	bpf_map_delete_elem(&waiters, &pid);
-}
-
 /*
  * Per task. A task queued at the front (a preempted RCU reader, or a task
  * handed back because a higher class took its CPU) keeps its own vtime here
@@ -614,7 +596,9 @@ struct task_ctx {
 	 * FRAME_SHARED for vtime_now (see cpu_vnow). */
 	u64 frame;
 	/* Its last run blocked within a quarter of the slice (run_end()). */
-	u64 blocked_early;
+	u32 blocked_early;
+	/* Listed in waiters (waiter_add()). */
+	u32 waiting;
 };
 
 #define FRAME_SHARED ((u64)FLOOR_SHARED_DSQ)
@@ -640,6 +624,51 @@ static __always_inline struct task_ctx *task_ctx_of(struct task_struct *p)
 		tc->frame = FRAME_SHARED;
 	}
 	return tc;
+}
+
+static __always_inline void waiter_add(struct task_struct *p, s32 cpu, u64 now)
+{
+	struct floor_waiter w = {
+		.since_ns = now,
+		.cpu = cpu,
+		.weight = p->scx.weight,
+		.pinned = only_this_cpu(p),
+		.kthread = !!(p->flags & PF_KTHREAD),
+		/* nsec_to_clock_t() with USER_HZ = 100 (x86) */
+		.start_ticks = p->start_boottime / 10000000,
+	};
+	u32 pid = p->pid;
+	struct floor_cpu_stat *st;
+
+	struct task_ctx *tc;
+
+	if (bpf_map_update_elem(&waiters, &pid, &w, BPF_ANY)) {
+		st = cpu_stat(cpu);
+		if (st)
+			__sync_fetch_and_add(&st->nr_waiters_dropped, 1);
+		return;
+	}
+	tc = task_ctx_of(p);
+	if (tc)
+		tc->waiting = 1;
+}
+
+/*
+ * Takes p out of waiters. A task never listed there (task_ctx.waiting) costs
+ * a task-storage look-up, not a hash map delete with its bucket lock: the
+ * run start calls this at every switch.
+ */
+static __always_inline void waiter_del(struct task_struct *p)
+{
+	struct task_ctx *tc = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	u32 pid = p->pid;
+
+	if (tc) {
+		if (!tc->waiting)
+			return;
+		tc->waiting = 0;
+	}
+	bpf_map_delete_elem(&waiters, &pid);
 }
 
 /*
@@ -844,6 +873,20 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 			 * it queues in the CPU's DSQ, at the front (above).
 			 */
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
+		} else if (!(st && st->hi_running) && wakeup_preempt && sleeper &&
+			   (enq_flags & SCX_ENQ_WAKEUP) && wakeup_preempts(cpu, vtime, slice, st)) {
+			/*
+			 * A sleeper that preempts goes straight to the local DSQ
+			 * with SCX_ENQ_PREEMPT: the kernel takes the running
+			 * task's slice and reschedules the CPU within this call
+			 * (an IPI if it is another CPU), as the fair class does
+			 * on a wake-up preemption. A kick would first raise an
+			 * irq_work (a self-IPI on this CPU), then reschedule.
+			 * The run it ends needs no slice timer.
+			 */
+			p->scx.dsq_vtime = vtime;
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags | SCX_ENQ_PREEMPT);
+			return;
 		} else {
 			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 		}
