@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -226,37 +226,30 @@ pub fn kill_all(children: &mut [Child]) {
 
 /// Kills `pids` after `after` unless dropped first: the harness's watchdog
 /// (an RT hog on a CPU whose server is off can hang that CPU for good).
+///
+/// Its thread sleeps until the deadline or the drop, with no wake-up in
+/// between: it inherits the controller's SCHED_FIFO 99 on the controller's
+/// CPU, and a poll there (it woke every 20 ms) is an RT task taking that CPU
+/// 50 times a second in every measurement, which costs scx_floor (a higher
+/// class taking a CPU moves its queued tasks away) and not the stock kernel.
 pub struct Watchdog {
-    cancel: Arc<AtomicBool>,
+    /// Dropped with the watchdog: the thread's wait then ends disconnected.
+    _cancel: mpsc::Sender<()>,
 }
 
 impl Watchdog {
     /// Arm: SIGKILL `pids` once `after` has passed.
     pub fn arm(pids: Vec<i32>, after: Duration) -> Watchdog {
-        let cancel = Arc::new(AtomicBool::new(false));
-        let c = cancel.clone();
-        let deadline = Instant::now() + after;
+        let (tx, rx) = mpsc::channel::<()>();
         std::thread::spawn(move || {
-            while Instant::now() < deadline {
-                if c.load(Ordering::Relaxed) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if !c.load(Ordering::Relaxed) {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(after) {
                 log::warn!("watchdog: killing {pids:?} at their deadline");
                 for p in pids {
                     kill9(p);
                 }
             }
         });
-        Watchdog { cancel }
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.cancel.store(true, Ordering::Relaxed);
+        Watchdog { _cancel: tx }
     }
 }
 
