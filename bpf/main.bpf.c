@@ -597,8 +597,6 @@ struct task_ctx {
 	u64 frame;
 	/* Its last run blocked within a quarter of the slice (run_end()). */
 	u32 blocked_early;
-	/* Listed in waiters (waiter_add()). */
-	u32 waiting;
 };
 
 #define FRAME_SHARED ((u64)FLOOR_SHARED_DSQ)
@@ -640,34 +638,21 @@ static __always_inline void waiter_add(struct task_struct *p, s32 cpu, u64 now)
 	u32 pid = p->pid;
 	struct floor_cpu_stat *st;
 
-	struct task_ctx *tc;
-
 	if (bpf_map_update_elem(&waiters, &pid, &w, BPF_ANY)) {
 		st = cpu_stat(cpu);
 		if (st)
 			__sync_fetch_and_add(&st->nr_waiters_dropped, 1);
-		return;
 	}
-	tc = task_ctx_of(p);
-	if (tc)
-		tc->waiting = 1;
 }
 
 /*
- * Takes p out of waiters. A task never listed there (task_ctx.waiting) costs
- * a task-storage look-up, not a hash map delete with its bucket lock: the
- * run start calls this at every switch.
+ * Takes p out of waiters. Always a delete: user space lists tasks there too
+ * (the scan for waiters the map lacks, src/planner.rs).
  */
 static __always_inline void waiter_del(struct task_struct *p)
 {
-	struct task_ctx *tc = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	u32 pid = p->pid;
 
-	if (tc) {
-		if (!tc->waiting)
-			return;
-		tc->waiting = 0;
-	}
 	bpf_map_delete_elem(&waiters, &pid);
 }
 
@@ -896,8 +881,10 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		 */
 		if (st && st->hi_running)
 			starve_open(st, cpu, bpf_ktime_get_ns());
-		if (!(st && st->hi_running) && wakeup_preempt && sleeper &&
-		    (enq_flags & SCX_ENQ_WAKEUP) && wakeup_preempt_check(cpu, vtime, slice, st))
+		/* (The vtime path above already declined to preempt.) */
+		if (!(st && st->hi_running) && ((p->flags & PF_KTHREAD) || migr) &&
+		    wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP) &&
+		    wakeup_preempt_check(cpu, vtime, slice, st))
 			;
 		else
 			slicer_waiter(cpu);
@@ -920,7 +907,8 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0) {
-		if (own)
+		/* The idle CPU takes it: no run here to cut for it (timer_waiter()). */
+		if (own && slice_end == FLOOR_SLICE_END_THREAD)
 			slicer_waiter(cpu);
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 	} else if (!(wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP) &&
@@ -1109,6 +1097,17 @@ static __always_inline void timer_waiter(s32 cpu)
 		return;
 	}
 	now = bpf_ktime_get_ns();
+	/*
+	 * Already due: ended now (expired 3), not by a timer armed in the
+	 * past, whose expiry would teach lat_est_ns the time the run went on
+	 * unwatched rather than the timer's latency.
+	 */
+	if (now + timer_early_ns(sc->slice_ns) >= sc->timer_at_ns) {
+		sc->expired = 3;
+		sc->fired_ns = now;
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		return;
+	}
 	if (!tick_arms(sc, now, sc->timer_at_ns))
 		slice_timer_arm(sc, cpu, now, sc->timer_at_ns);
 }
@@ -1443,11 +1442,10 @@ void BPF_STRUCT_OPS(floor_tick, struct task_struct *p)
 		sc->deferred = 0;
 	}
 	/*
-	 * Due by the slice itself: end it here (expired 3: no timer latency
-	 * to learn from). Due only by the timer's lead (timer_at_ns): the
-	 * timer, armed now, fires after about that lead.
+	 * Due (timer_at_ns, the slice less the timer's lead): end it here
+	 * (expired 3: no timer latency to learn from).
 	 */
-	if (now + timer_early_ns(sc->slice_ns) >= sc->started_ns + sc->slice_ns) {
+	if (now + timer_early_ns(sc->slice_ns) >= sc->timer_at_ns) {
 		struct floor_cpu_stat *st = cpu_stat(cpu);
 
 		sc->expired = 3;
