@@ -844,6 +844,10 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		waiter_add(p, cpu, bpf_ktime_get_ns());
 
 	if (only_this_cpu(p)) {
+		/* A waking sleeper here may preempt (wakeup_preempts()). */
+		bool may_preempt = !(st && st->hi_running) && wakeup_preempt && sleeper &&
+				   (enq_flags & SCX_ENQ_WAKEUP);
+
 		/*
 		 * While a higher class owns the CPU, a per-CPU kthread waits in
 		 * the CPU's DSQ like any pinned task (the server serves it): in
@@ -858,8 +862,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 			 * it queues in the CPU's DSQ, at the front (above).
 			 */
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
-		} else if (!(st && st->hi_running) && wakeup_preempt && sleeper &&
-			   (enq_flags & SCX_ENQ_WAKEUP) && wakeup_preempts(cpu, vtime, slice, st)) {
+		} else if (may_preempt && wakeup_preempts(cpu, vtime, slice, st)) {
 			/*
 			 * A sleeper that preempts goes straight to the local DSQ
 			 * with SCX_ENQ_PREEMPT: the kernel takes the running
@@ -882,8 +885,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		if (st && st->hi_running)
 			starve_open(st, cpu, bpf_ktime_get_ns());
 		/* (The vtime path above already declined to preempt.) */
-		if (!(st && st->hi_running) && ((p->flags & PF_KTHREAD) || migr) &&
-		    wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP) &&
+		if (may_preempt && ((p->flags & PF_KTHREAD) || migr) &&
 		    wakeup_preempt_check(cpu, vtime, slice, st))
 			;
 		else
@@ -1113,6 +1115,16 @@ static __always_inline void timer_waiter(s32 cpu)
 }
 
 /*
+ * Whether a normal task waits for cpu (the caller runs on cpu): in its local
+ * DSQ, its own DSQ, or the shared one.
+ */
+static __always_inline bool cpu_has_waiters(s32 cpu)
+{
+	return scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) > 0 || scx_bpf_dsq_nr_queued(cpu) > 0 ||
+	       scx_bpf_dsq_nr_queued(FLOOR_SHARED_DSQ) > 0;
+}
+
+/*
  * A run whose slice is due at due_ns starts on cpu at now: tell its
  * slice-end thread, and wake it if it is parked or would wake too late.
  * len_ns is what a run with a whole slice gets before it is due; with the
@@ -1144,8 +1156,7 @@ static __always_inline void slicer_arm(s32 cpu, u64 now, u64 due_ns, u64 len_ns)
 	}
 	if (sl->wake_ns && sl->wake_ns <= due_ns + slicer_slack(len_ns))
 		return;
-	if (!sl->wake_ns && !scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) &&
-	    !scx_bpf_dsq_nr_queued(cpu) && !scx_bpf_dsq_nr_queued(FLOOR_SHARED_DSQ)) {
+	if (!sl->wake_ns && !cpu_has_waiters(cpu)) {
 		if (!__sync_lock_test_and_set(&slicer_deferred[cpu & (FLOOR_MAX_CPUS - 1)], 1))
 			__sync_fetch_and_add(&nr_slicers_deferred, 1);
 		return;
@@ -1173,16 +1184,6 @@ static __always_inline void slicer_stopping(struct task_struct *p, s32 cpu,
 	}
 	if (sl && (!runnable || !p->scx.slice))
 		sl->due_ns = 0;
-}
-
-/*
- * Whether a normal task waits for cpu (the caller runs on cpu): in its local
- * DSQ, its own DSQ, or the shared one.
- */
-static __always_inline bool cpu_has_waiters(s32 cpu)
-{
-	return scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) > 0 || scx_bpf_dsq_nr_queued(cpu) > 0 ||
-	       scx_bpf_dsq_nr_queued(FLOOR_SHARED_DSQ) > 0;
 }
 
 /*
@@ -1376,18 +1377,14 @@ static __always_inline void run_end(struct task_struct *p, bool runnable)
 	 * slice (or yielded it), blocked, or ran at least half a slice. A run a
 	 * higher class preempted early (slice left) does not end it.
 	 */
-	if (!runnable || !p->scx.slice || ran >= cpu_slice(cpu) / 2) {
+	{
 		struct task_ctx *tc = task_ctx_of(p);
 
 		if (tc) {
-			tc->wait_since_ns = now;
+			if (!runnable || !p->scx.slice || ran >= cpu_slice(cpu) / 2)
+				tc->wait_since_ns = now;
 			tc->blocked_early = !runnable && ran < cpu_slice(cpu) / 4;
 		}
-	} else {
-		struct task_ctx *tc = bpf_task_storage_get(&task_ctxs, p, 0, 0);
-
-		if (tc)
-			tc->blocked_early = 0;
 	}
 
 	/* Charge the run to the task's vtime, scaled by its weight (100 = nice 0). */
