@@ -178,7 +178,7 @@ fn plan(opts: &Opts) -> Result<Plan> {
     if scenarios.contains(&Scenario::Throughput) {
         scenario::require_tool("hackbench", "rt-tests")?;
     }
-    if scenarios.contains(&Scenario::Latency) {
+    if scenarios.contains(&Scenario::Latency) || scenarios.contains(&Scenario::LatencyRt) {
         scenario::require_tool("cyclictest", "rt-tests")?;
     }
     let (nohz, nohz_raw) = sys::nohz_full_cpus();
@@ -227,7 +227,13 @@ fn rounds_of(opts: &Opts, s: Scenario) -> usize {
     match opts.repeat {
         Some(n) => n as usize,
         None if opts.quick => 1,
-        None if matches!(s, Scenario::Throughput | Scenario::Latency) => DEFAULT_ROUNDS,
+        None if matches!(
+            s,
+            Scenario::Throughput | Scenario::Latency | Scenario::LatencyRt
+        ) =>
+        {
+            DEFAULT_ROUNDS
+        }
         None => 1,
     }
 }
@@ -485,6 +491,12 @@ fn annotate(rows: &mut Vec<Row>, floor_runs: &[FloorRun], cpu: usize) {
     report::fill_ratios(rows, Config::Stock.name());
     *rows = report::fold_rounds(std::mem::take(rows), Config::Stock.name());
     rows.sort_by_key(table_order);
+    report::note_machine_floor(
+        rows,
+        Scenario::Latency.name(),
+        Scenario::LatencyRt.name(),
+        Config::Stock.name(),
+    );
     for r in rows.iter_mut() {
         if r.scenario == Scenario::Throughput.name() && r.config == Config::ScxFloor.name() {
             if let Some(x) = r.ratio {
@@ -768,6 +780,7 @@ mod tests {
         let o = parse(&[]).unwrap();
         assert_eq!(rounds_of(&o, Scenario::Throughput), DEFAULT_ROUNDS);
         assert_eq!(rounds_of(&o, Scenario::Latency), DEFAULT_ROUNDS);
+        assert_eq!(rounds_of(&o, Scenario::LatencyRt), DEFAULT_ROUNDS);
         assert_eq!(rounds_of(&o, Scenario::S1), 1);
         let q = parse(&["--quick"]).unwrap();
         assert_eq!(rounds_of(&q, Scenario::Throughput), 1);
@@ -817,6 +830,8 @@ mod tests {
     fn seed001_by_name() {
         let o = parse(&["--scenarios", "seed001,s1"]).unwrap();
         assert_eq!(o.scenarios, vec![Scenario::Seed001, Scenario::S1]);
+        let o = parse(&["--scenarios", "latency,latency-rt"]).unwrap();
+        assert_eq!(o.scenarios, vec![Scenario::Latency, Scenario::LatencyRt]);
     }
 
     #[test]

@@ -131,6 +131,32 @@ pub fn fold_rounds(rows: Vec<Row>, stock: &str) -> Vec<Row> {
         .collect()
 }
 
+/// Names, in each row of scenario `of`, the value of the `stock` row of
+/// scenario `machine` (a figure of the same unit that the scheduler cannot
+/// improve: `latency-rt` under stock is the machine's own wake-up latency
+/// for `latency`), and how far the row's value lies beyond it. Call after
+/// [`fold_rounds`]: the values are then medians of the same rounds.
+pub fn note_machine_floor(rows: &mut [Row], of: &str, machine: &str, stock: &str) {
+    let Some(m) = rows
+        .iter()
+        .find(|r| r.scenario == machine && r.config == stock)
+        .and_then(|r| r.value)
+    else {
+        return;
+    };
+    for r in rows.iter_mut().filter(|r| r.scenario == of) {
+        let beyond = match r.value {
+            Some(v) if v > m => format!("{} beyond it", fmt_num(v - m)),
+            Some(_) => "within it".into(),
+            None => continue,
+        };
+        r.details.push_str(&format!(
+            "; the machine's own ({machine} under {stock}): {}, {beyond}",
+            fmt_num(m)
+        ));
+    }
+}
+
 /// Whether a folded row's ratios to stock fall on both sides of 1.0 (or
 /// touch it): the rounds measured no difference from stock.
 pub fn no_difference(r: &Row) -> bool {
@@ -356,6 +382,54 @@ mod tests {
         assert_eq!(f[0].error.as_deref(), Some("round 2: ejected"));
         assert_eq!(f[0].ratio_spread, Some((1.0, 1.5)));
         assert!(f[0].details.contains("(100, -, 300)"));
+    }
+
+    #[test]
+    fn machine_floor_named_in_the_rows_it_bounds() {
+        let mut rows = vec![
+            row("latency", "stock", Some(3000.0), RatioKind::ValueOverStock),
+            row(
+                "latency",
+                "scx-floor",
+                Some(4500.0),
+                RatioKind::ValueOverStock,
+            ),
+            row(
+                "latency-rt",
+                "stock",
+                Some(4000.0),
+                RatioKind::ValueOverStock,
+            ),
+            row(
+                "latency-rt",
+                "scx-floor",
+                Some(4100.0),
+                RatioKind::ValueOverStock,
+            ),
+        ];
+        note_machine_floor(&mut rows, "latency", "latency-rt", "stock");
+        assert!(
+            rows[0]
+                .details
+                .ends_with("(latency-rt under stock): 4000, within it"),
+            "{}",
+            rows[0].details
+        );
+        assert!(
+            rows[1].details.ends_with(": 4000, 500 beyond it"),
+            "{}",
+            rows[1].details
+        );
+        assert!(rows[2].details.is_empty() && rows[3].details.is_empty());
+        // without the machine's row, nothing is added
+        let mut rows = vec![row(
+            "latency",
+            "stock",
+            Some(3000.0),
+            RatioKind::ValueOverStock,
+        )];
+        note_machine_floor(&mut rows, "latency", "latency-rt", "stock");
+        assert!(rows[0].details.is_empty());
     }
 
     #[test]

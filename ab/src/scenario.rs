@@ -36,6 +36,11 @@ pub enum Scenario {
     /// cyclictest as SCHED_OTHER under a CPU hog per CPU: wake-up latency
     #[value(name = "latency")]
     Latency,
+    /// cyclictest as SCHED_FIFO 50 under the same hogs: the RT class's
+    /// wake-up latency beside the scheduler, and under stock the machine's
+    /// (the emulator's) own, which bounds what `latency` can show
+    #[value(name = "latency-rt")]
+    LatencyRt,
     /// S1 in seed 001's setting: the measured CPU nohz_full,
     /// kernel.sched_rt_runtime_us -1 before the scheduler starts
     #[value(name = "seed001")]
@@ -44,20 +49,22 @@ pub enum Scenario {
 
 impl Scenario {
     /// All scenarios, in table order.
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::S0,
         Scenario::S1,
         Scenario::Seed001,
         Scenario::S2,
         Scenario::Throughput,
         Scenario::Latency,
+        Scenario::LatencyRt,
     ];
     /// The run order within one configuration: S0 last, it changes the servers' budgets.
-    pub const RUN_ORDER: [Scenario; 6] = [
+    pub const RUN_ORDER: [Scenario; 7] = [
         Scenario::S1,
         Scenario::Seed001,
         Scenario::Throughput,
         Scenario::Latency,
+        Scenario::LatencyRt,
         Scenario::S2,
         Scenario::S0,
     ];
@@ -69,6 +76,7 @@ impl Scenario {
             Scenario::S2 => "s2",
             Scenario::Throughput => "throughput",
             Scenario::Latency => "latency",
+            Scenario::LatencyRt => "latency-rt",
             Scenario::Seed001 => "seed001",
         }
     }
@@ -277,7 +285,10 @@ pub fn setup_for(c: Config, s: Scenario, cpu: usize) -> Setup {
         RUNTIME_NS
     };
     let strs = |v: &[&str]| -> Vec<String> { v.iter().map(|x| x.to_string()).collect() };
-    let stats = !matches!(s, Scenario::Throughput | Scenario::Latency);
+    let stats = !matches!(
+        s,
+        Scenario::Throughput | Scenario::Latency | Scenario::LatencyRt
+    );
     let sysctls = if s == Scenario::Seed001 {
         vec![(SEED001_SYSCTL.0.to_string(), SEED001_SYSCTL.1.to_string())]
     } else {
@@ -1078,9 +1089,15 @@ pub fn throughput(ctx: &Ctx, c: Config) -> Result<Row> {
     Ok(r)
 }
 
-/// Wake-up latency: cyclictest as SCHED_OTHER, a thread per CPU at 1 ms,
-/// under one SCHED_OTHER CPU hog per CPU.
-pub fn latency(ctx: &Ctx, c: Config) -> Result<Row> {
+/// Wake-up latency: cyclictest, a thread per CPU at 1 ms (1.5, 2, ... ms
+/// for the next threads: cyclictest's default distance of 500 us), under
+/// one SCHED_OTHER CPU hog per CPU. As SCHED_OTHER (`rt` false): the
+/// scheduler's wake-up preemption. As SCHED_FIFO 50 (`rt` true): the RT
+/// class's, which preempts the hog at once, so that under stock it is the
+/// machine's own latency (timer interrupt, and under the emulator the
+/// vCPU's own delays) in the same boot and round: what `latency` cannot
+/// go below.
+pub fn latency(ctx: &Ctx, c: Config, rt: bool) -> Result<Row> {
     let secs = ctx.d.lat_secs;
     let mut kids = Vec::new();
     let r = (|| -> Result<Row> {
@@ -1092,8 +1109,12 @@ pub fn latency(ctx: &Ctx, c: Config) -> Result<Row> {
             )?);
         }
         sleep_s(0.2);
-        let args = [
-            "--policy=other".to_string(),
+        let mut args: Vec<String> = if rt {
+            vec!["--policy=fifo".into(), "-p".into(), "50".into()]
+        } else {
+            vec!["--policy=other".into()]
+        };
+        args.extend([
             "-t".into(),
             "-a".into(),
             "-i".into(),
@@ -1104,7 +1125,7 @@ pub fn latency(ctx: &Ctx, c: Config) -> Result<Row> {
             "-m".into(),
             "-h".into(),
             "10000".into(),
-        ];
+        ]);
         let out = run_workload(
             ctx,
             Command::new("cyclictest").args(&args),
@@ -1112,7 +1133,11 @@ pub fn latency(ctx: &Ctx, c: Config) -> Result<Row> {
         )?;
         let l = parse::cyclictest(&out)?;
         let mut r = row(
-            Scenario::Latency,
+            if rt {
+                Scenario::LatencyRt
+            } else {
+                Scenario::Latency
+            },
             c,
             "p99 wake-up latency (us)",
             RatioKind::ValueOverStock,
@@ -1146,7 +1171,8 @@ pub fn run(ctx: &Ctx, c: Config, s: Scenario) -> Result<Row> {
         Scenario::S1 => s1(ctx, c),
         Scenario::S2 => s2(ctx, c),
         Scenario::Throughput => throughput(ctx, c),
-        Scenario::Latency => latency(ctx, c),
+        Scenario::Latency => latency(ctx, c, false),
+        Scenario::LatencyRt => latency(ctx, c, true),
         Scenario::Seed001 => seed001(ctx, c),
     }
 }
@@ -1230,6 +1256,10 @@ mod tests {
         assert_eq!(
             setup_for(Config::ScxFloor, Scenario::Throughput, 1),
             setup_for(Config::ScxFloor, Scenario::Latency, 1)
+        );
+        assert_eq!(
+            setup_for(Config::ScxFloor, Scenario::Latency, 1),
+            setup_for(Config::ScxFloor, Scenario::LatencyRt, 1)
         );
         assert!(
             !Config::StockSlice500.runs(Scenario::S1) && Config::StockSlice500.runs(Scenario::S2)

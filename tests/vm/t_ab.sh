@@ -54,7 +54,7 @@ start=$SECONDS
 note "quick run: $((SECONDS - start)) s"
 sed 's/^/    /' "$OUT.table"
 J=$OUT/ab.json
-for s in s0 s1 s2 throughput latency; do
+for s in s0 s1 s2 throughput latency latency-rt; do
 	for c in stock scx-floor; do
 		n=$(jq --arg s $s --arg c $c '[.rows[] | select(.scenario == $s and .config == $c)] | length' "$J")
 		[ "$n" = 1 ] || fail "$n rows for $s / $c in ab.json"
@@ -63,7 +63,10 @@ for s in s0 s1 s2 throughput latency; do
 		grep -q "^| $s | $c | " "$OUT.table" || fail "no table row for $s / $c"
 	done
 done
-[ "$(jq '.rows | length' "$J")" = 10 ] || fail "ab.json has $(jq '.rows | length' "$J") rows, want 10"
+[ "$(jq '.rows | length' "$J")" = 12 ] || fail "ab.json has $(jq '.rows | length' "$J") rows, want 12"
+# the latency rows name the machine's own (stock's latency-rt) and how far beyond it they lie
+grep -E "^\| latency \| scx-floor \| .*the machine's own \(latency-rt under stock\): [0-9]+, (within it|[0-9.]+ beyond it)" "$OUT.table" >/dev/null ||
+	fail "the latency row does not name the machine's own latency"
 [ "$(jq -r '.rows[] | select(.config == "stock") | .ratio' "$J" | sort -u)" = 1 ] || fail "stock rows' ratio is not 1"
 for p in s1_bandwidth.png s2_runlen.png; do
 	[ "$(head -c 4 "$OUT/$p" | tail -c 3)" = PNG ] || fail "$p is not a PNG"
