@@ -762,9 +762,9 @@ s32 BPF_STRUCT_OPS(floor_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wa
 
 void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	s32 cpu = scx_bpf_task_cpu(p), idle;
+	s32 cpu = scx_bpf_task_cpu(p), idle = -1;
 	u64 slice = cpu_slice(cpu), vtime;
-	bool sleeper = false, reader, migr, own;
+	bool sleeper = false, reader, migr, own, preempted = false, picked = false;
 	struct floor_cpu_stat *st = cpu_stat(cpu);
 	struct task_ctx *rs;
 	u64 frame, clock;
@@ -861,7 +861,9 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 			 * whatever it disabled migration for. Under a higher class
 			 * it queues in the CPU's DSQ, at the front (above).
 			 */
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
+			preempted = may_preempt && wakeup_preempts(cpu, vtime, slice, st);
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice,
+					   enq_flags | (preempted ? SCX_ENQ_PREEMPT : 0));
 		} else if (may_preempt && wakeup_preempts(cpu, vtime, slice, st)) {
 			/*
 			 * A sleeper that preempts goes straight to the local DSQ
@@ -878,20 +880,39 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		} else {
 			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 		}
+		if (st && st->hi_running)
+			starve_open(st, cpu, bpf_ktime_get_ns());
 		/*
 		 * A waking task that preempts ends the run at once: the run's
 		 * slice then has nothing to end.
 		 */
-		if (st && st->hi_running)
-			starve_open(st, cpu, bpf_ktime_get_ns());
-		/* (The vtime path above already declined to preempt.) */
-		if (may_preempt && ((p->flags & PF_KTHREAD) || migr) &&
-		    wakeup_preempt_check(cpu, vtime, slice, st))
-			;
-		else
+		if (!preempted)
 			slicer_waiter(cpu);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		/*
+		 * An idle CPU is rescheduled by the kernel itself when a task
+		 * is queued on its runqueue (wakeup_preempt(): this class is
+		 * above the idle class). The kick covers the rest; on this
+		 * CPU, which runs this code and so is not idle, it would only
+		 * raise an irq_work (a self-IPI) to find it busy.
+		 */
+		if (cpu != bpf_get_smp_processor_id())
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
+	}
+
+	/*
+	 * A waking sleeper on its own CPU's DSQ with no idle CPU to take it
+	 * preempts as a pinned one does: the local DSQ with SCX_ENQ_PREEMPT,
+	 * not a kick (an irq_work first).
+	 */
+	if (own && wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP)) {
+		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+		picked = true;
+		if (idle < 0 && wakeup_preempts(cpu, vtime, slice, st)) {
+			p->scx.dsq_vtime = vtime;
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags | SCX_ENQ_PREEMPT);
+			return;
+		}
 	}
 
 	/*
@@ -907,13 +928,16 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		if (st && st->hi_running && all_allowed_held(p))
 			starve_open(st, cpu, bpf_ktime_get_ns());
 	}
-	idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (!picked)
+		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0) {
 		/* The idle CPU takes it: no run here to cut for it (timer_waiter()). */
 		if (own && slice_end == FLOOR_SLICE_END_THREAD)
 			slicer_waiter(cpu);
-		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
-	} else if (!(wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP) &&
+		/* (Its own CPU, idle, running this: the kernel reschedules it, above.) */
+		if (idle != cpu || idle != bpf_get_smp_processor_id())
+			scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+	} else if (!(!own && wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP) &&
 		     wakeup_preempt_check(cpu, frame_move(vtime, frame, cpu), slice, st))) {
 		if (own)
 			slicer_waiter(cpu);
