@@ -1761,6 +1761,7 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 	bool next_hi, prev_waits;
 	struct floor_boost_slot *slot;
 	u32 next_pid = next->pid, *slot_idx;
+	s32 nr_local;
 	u64 now, d;
 
 	if (!floor_enabled)
@@ -1858,8 +1859,21 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 	 * The local DSQ is stuck behind the higher class: hand its tasks back
 	 * to floor_enqueue() (SCX_ENQ_REENQ), which moves those allowed on
 	 * another CPU to the shared DSQ and wakes an idle CPU for them.
+	 *
+	 * Unless prev alone waits there (put back at its head by the kernel)
+	 * and may run nowhere else: floor_enqueue() would only move it to
+	 * this CPU's DSQ, and the dispatch after the higher class leaves would
+	 * move it back. It is listed as a waiter here instead, as
+	 * floor_enqueue() lists it, and runs next from the local DSQ. A
+	 * pinned task beside an RT task that wakes often (an isolated CPU's
+	 * usual set) saves an ops.enqueue() and an ops.dispatch() per RT run.
 	 */
-	if (prev_waits || scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0)
+	nr_local = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu);
+	if (prev_waits && nr_local == 1 && only_this_cpu(prev)) {
+		waiter_add(prev, cpu, now);
+		return 0;
+	}
+	if (prev_waits || nr_local > 0)
 		scx_bpf_reenqueue_local_from_anywhere();
 	return 0;
 }
