@@ -749,6 +749,27 @@ static __always_inline void task_frame_set(struct task_struct *p, u64 to)
 	task_ctx_frame_set(tc, to);
 }
 
+/*
+ * Whether a task at vtime (in cpu's frame) that preempts cpu's run may go
+ * straight to the head of cpu's local DSQ with SCX_ENQ_PREEMPT: only if
+ * nothing waits there already (a per-CPU kthread) and neither head that
+ * ops.dispatch() would weigh it against (cpu's DSQ, the shared DSQ) comes
+ * first, such as a preempted RCU reader queued at the front. Otherwise it
+ * queues at its vtime and a kick preempts, and the dispatch picks in order.
+ */
+static __always_inline bool preempt_direct(s32 cpu, u64 vtime)
+{
+	struct task_struct *q;
+
+	if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0)
+		return false;
+	q = __COMPAT_scx_bpf_dsq_peek(cpu);
+	if (q && vtime_before(q->scx.dsq_vtime, vtime))
+		return false;
+	q = __COMPAT_scx_bpf_dsq_peek(FLOOR_SHARED_DSQ);
+	return !(q && vtime_before(frame_move(q->scx.dsq_vtime, FRAME_SHARED, cpu), vtime));
+}
+
 s32 BPF_STRUCT_OPS(floor_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool is_idle = false;
@@ -764,7 +785,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = scx_bpf_task_cpu(p), idle = -1;
 	u64 slice = cpu_slice(cpu), vtime;
-	bool sleeper = false, reader, migr, own, preempted = false, picked = false;
+	bool sleeper = false, reader, migr, own, preempted = false, direct = false, picked = false;
 	struct floor_cpu_stat *st = cpu_stat(cpu);
 	struct task_ctx *rs;
 	u64 frame, clock;
@@ -862,24 +883,33 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 			 * it queues in the CPU's DSQ, at the front (above).
 			 */
 			preempted = may_preempt && wakeup_preempts(cpu, vtime, slice, st);
+			direct = preempted && preempt_direct(cpu, vtime);
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice,
-					   enq_flags | (preempted ? SCX_ENQ_PREEMPT : 0));
+					   enq_flags | (direct ? SCX_ENQ_PREEMPT : 0));
 		} else if (may_preempt && wakeup_preempts(cpu, vtime, slice, st)) {
+			preempted = true;
 			/*
 			 * A sleeper that preempts goes straight to the local DSQ
-			 * with SCX_ENQ_PREEMPT: the kernel takes the running
-			 * task's slice and reschedules the CPU within this call
-			 * (an IPI if it is another CPU), as the fair class does
-			 * on a wake-up preemption. A kick would first raise an
+			 * with SCX_ENQ_PREEMPT where nothing comes before it
+			 * (preempt_direct()): the kernel takes the running task's
+			 * slice and reschedules the CPU within this call (an IPI
+			 * if it is another CPU), as the fair class does on a
+			 * wake-up preemption. A kick would first raise an
 			 * irq_work (a self-IPI on this CPU), then reschedule.
 			 * The run it ends needs no slice timer.
 			 */
-			p->scx.dsq_vtime = vtime;
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags | SCX_ENQ_PREEMPT);
-			return;
+			if (preempt_direct(cpu, vtime)) {
+				p->scx.dsq_vtime = vtime;
+				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice,
+						   enq_flags | SCX_ENQ_PREEMPT);
+				return;
+			}
+			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 		} else {
 			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 		}
+		if (preempted && !direct)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		if (st && st->hi_running)
 			starve_open(st, cpu, bpf_ktime_get_ns());
 		/*
@@ -891,11 +921,13 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		/*
 		 * An idle CPU is rescheduled by the kernel itself when a task
 		 * is queued on its runqueue (wakeup_preempt(): this class is
-		 * above the idle class). The kick covers the rest; on this
-		 * CPU, which runs this code and so is not idle, it would only
-		 * raise an irq_work (a self-IPI) to find it busy.
+		 * above the idle class); the kick covers the rest. On the CPU
+		 * running this code it cannot take the runqueue lock held here
+		 * and would raise an irq_work (a self-IPI) for a CPU that is
+		 * either busy or about to reschedule; a CPU preempted above or
+		 * held by a higher class is not idle either.
 		 */
-		if (cpu != bpf_get_smp_processor_id())
+		if (cpu != bpf_get_smp_processor_id() && !preempted && !(st && st->hi_running))
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
@@ -909,8 +941,14 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 		picked = true;
 		if (idle < 0 && wakeup_preempts(cpu, vtime, slice, st)) {
-			p->scx.dsq_vtime = vtime;
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags | SCX_ENQ_PREEMPT);
+			if (preempt_direct(cpu, vtime)) {
+				p->scx.dsq_vtime = vtime;
+				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice,
+						   enq_flags | SCX_ENQ_PREEMPT);
+				return;
+			}
+			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
+			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 			return;
 		}
 	}
@@ -1660,7 +1698,13 @@ void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 						    frame_move(shared->scx.dsq_vtime,
 							       FRAME_SHARED, cpu)));
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && prev_runs_on(cpu, prev, own, shared)) {
-		prev_keep(cpu, prev);
+		/*
+		 * Not over a task put in the local DSQ meanwhile (SCX_ENQ_PREEMPT
+		 * from another CPU while this dispatch ran: the kernel does not
+		 * reschedule a CPU in balance, and keeps prev if it has a slice).
+		 */
+		if (scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) <= 0)
+			prev_keep(cpu, prev);
 		return;
 	}
 
@@ -1678,7 +1722,7 @@ void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 	 * RT hog it then serves almost none of its runtime (docs/design.md,
 	 * Decisions: "A lone task keeps running in `ops.dispatch()`").
 	 */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) <= 0)
 		prev_keep(cpu, prev);
 }
 
@@ -1860,8 +1904,10 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 	 * to floor_enqueue() (SCX_ENQ_REENQ), which moves those allowed on
 	 * another CPU to the shared DSQ and wakes an idle CPU for them.
 	 *
-	 * Unless prev alone waits there (put back at its head by the kernel)
-	 * and may run nowhere else: floor_enqueue() would only move it to
+	 * Unless prev alone waits there (put back at its head by the kernel,
+	 * which it does only for a task with slice left; with none, it went
+	 * through floor_enqueue() and the one task there is another) and may
+	 * run nowhere else: floor_enqueue() would only move it to
 	 * this CPU's DSQ, and the dispatch after the higher class leaves would
 	 * move it back. It is listed as a waiter here instead, as
 	 * floor_enqueue() lists it, and runs next from the local DSQ. A
@@ -1869,7 +1915,7 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 	 * usual set) saves an ops.enqueue() and an ops.dispatch() per RT run.
 	 */
 	nr_local = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu);
-	if (prev_waits && nr_local == 1 && only_this_cpu(prev)) {
+	if (prev_waits && nr_local == 1 && prev->scx.slice && only_this_cpu(prev)) {
 		waiter_add(prev, cpu, now);
 		return 0;
 	}
