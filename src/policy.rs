@@ -106,10 +106,18 @@ fn write_json(
 /// The line under the `--stats` tables and at exit that tests read
 /// (`no_rt_allocations` in tests/vm/lib.sh).
 fn rt_allocations_line() -> String {
-    format!(
+    let mut line = format!(
         "rt_allocations: {} (allocator calls of the real-time threads while serving)",
         crate::rtalloc::rt_allocations()
-    )
+    );
+    // the first ones, with the thread's name, to find where they came from
+    for (kind, size, tid) in crate::rtalloc::first_calls() {
+        let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+            .map(|c| c.trim().to_string())
+            .unwrap_or_else(|_| "gone".into());
+        line.push_str(&format!("; {kind} {size} B by tid {tid} ({comm})"));
+    }
+    line
 }
 
 fn report(

@@ -36,37 +36,70 @@ thread_local! {
 /// while marked by [`serving`], since start.
 static RT_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 
-fn note() {
+/// How many of the first counted calls are kept for [`first_calls`].
+const KEPT: usize = 4;
+
+/// The first [`KEPT`] counted calls: kind (1 alloc, 2 free, 3 realloc) in
+/// bits 62-63, size in bytes in bits 32-61, the thread's tid in bits 0-31.
+static FIRST: [AtomicU64; KEPT] = [const { AtomicU64::new(0) }; KEPT];
+
+fn note(kind: u64, size: usize) {
     // A const-initialised thread local without a destructor is a plain TLS
     // read: it never allocates, and `try_with` fails only at thread exit.
     if SERVING.try_with(Cell::get).unwrap_or(false) {
-        RT_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        let n = RT_ALLOCATIONS.fetch_add(1, Ordering::Relaxed) as usize;
+        if n < KEPT {
+            // SAFETY: gettid() has no arguments and cannot fail.
+            let tid = unsafe { libc::gettid() } as u32 as u64;
+            let size = (size as u64).min((1 << 30) - 1);
+            FIRST[n].store(kind << 62 | size << 32 | tid, Ordering::Relaxed);
+        }
     }
+}
+
+/// The first counted calls ([`serving`]), at most 4: (kind: "alloc",
+/// "free" or "realloc"; size in bytes, capped at 2^30 - 1; tid of the
+/// thread). A test that finds `rt_allocations` above 0 names them.
+pub fn first_calls() -> Vec<(&'static str, u64, u32)> {
+    let n = (rt_allocations() as usize).min(KEPT);
+    FIRST[..n]
+        .iter()
+        .map(|a| a.load(Ordering::Relaxed))
+        .filter(|&v| v != 0)
+        .map(|v| {
+            let kind = match v >> 62 {
+                1 => "alloc",
+                2 => "free",
+                _ => "realloc",
+            };
+            (kind, (v >> 32) & ((1 << 30) - 1), v as u32)
+        })
+        .collect()
 }
 
 // SAFETY: every call is passed on unchanged to `System`, which upholds the
 // contract; the count has no effect on the memory returned.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
+        note(1, layout.size());
         // SAFETY: the caller's contract, passed on.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
+        note(1, layout.size());
         // SAFETY: the caller's contract, passed on.
         unsafe { System.alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        note();
+        note(2, layout.size());
         // SAFETY: the caller's contract, passed on.
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
+        note(3, new_size);
         // SAFETY: the caller's contract, passed on.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -116,6 +149,15 @@ mod tests {
             serving(false);
             drop(w);
             assert_eq!(rt_allocations(), before + 2, "one allocation, one free");
+            // the first calls are kept, with this thread's tid
+            if before == 0 {
+                // SAFETY: gettid() has no arguments and cannot fail.
+                let me = unsafe { libc::gettid() } as u32;
+                let f = first_calls();
+                assert_eq!(f.len(), 2, "{f:?}");
+                assert_eq!(f[0], ("alloc", 64, me));
+                assert_eq!(f[1], ("free", 32, me));
+            }
         })
         .join()
         .unwrap();
