@@ -770,6 +770,27 @@ static __always_inline bool preempt_direct(s32 cpu, u64 vtime)
 	return !(q && vtime_before(frame_move(q->scx.dsq_vtime, FRAME_SHARED, cpu), vtime));
 }
 
+/*
+ * A waking task p that preempts cpu's run (wakeup_preempts() said so) is
+ * queued: at the head of the local DSQ with SCX_ENQ_PREEMPT where nothing
+ * comes before it (preempt_direct()): the kernel takes the running task's
+ * slice and reschedules the CPU within this call (an IPI if it is another
+ * CPU), as the fair class does on a wake-up preemption, where a kick would
+ * first raise an irq_work (a self-IPI on this CPU). Otherwise at its vtime
+ * in cpu's DSQ, and a kick preempts. The run it ends needs no slice timer.
+ */
+static __always_inline void wakeup_preempt_insert(struct task_struct *p, s32 cpu, u64 vtime,
+						  u64 slice, u64 enq_flags)
+{
+	if (preempt_direct(cpu, vtime)) {
+		p->scx.dsq_vtime = vtime;
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags | SCX_ENQ_PREEMPT);
+		return;
+	}
+	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+}
+
 s32 BPF_STRUCT_OPS(floor_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	bool is_idle = false;
@@ -887,24 +908,9 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, slice,
 					   enq_flags | (direct ? SCX_ENQ_PREEMPT : 0));
 		} else if (may_preempt && wakeup_preempts(cpu, vtime, slice, st)) {
-			preempted = true;
-			/*
-			 * A sleeper that preempts goes straight to the local DSQ
-			 * with SCX_ENQ_PREEMPT where nothing comes before it
-			 * (preempt_direct()): the kernel takes the running task's
-			 * slice and reschedules the CPU within this call (an IPI
-			 * if it is another CPU), as the fair class does on a
-			 * wake-up preemption. A kick would first raise an
-			 * irq_work (a self-IPI on this CPU), then reschedule.
-			 * The run it ends needs no slice timer.
-			 */
-			if (preempt_direct(cpu, vtime)) {
-				p->scx.dsq_vtime = vtime;
-				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice,
-						   enq_flags | SCX_ENQ_PREEMPT);
-				return;
-			}
-			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
+			/* A sleeper that preempts: no waiter, no idle kick. */
+			wakeup_preempt_insert(p, cpu, vtime, slice, enq_flags);
+			return;
 		} else {
 			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 		}
@@ -941,14 +947,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 		picked = true;
 		if (idle < 0 && wakeup_preempts(cpu, vtime, slice, st)) {
-			if (preempt_direct(cpu, vtime)) {
-				p->scx.dsq_vtime = vtime;
-				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice,
-						   enq_flags | SCX_ENQ_PREEMPT);
-				return;
-			}
-			scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
-			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+			wakeup_preempt_insert(p, cpu, vtime, slice, enq_flags);
 			return;
 		}
 	}
