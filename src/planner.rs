@@ -31,8 +31,8 @@ use crate::server::{
 use crate::state::journal_path;
 use crate::stats::ServerRow;
 use crate::sys::{
-    housekeeping_of, monotonic_ns, nohz_full_cpus, online_cpus, pin_thread, repin_after_hotplug,
-    sleep_until,
+    housekeeping_into, housekeeping_of, monotonic_ns, nohz_full_cpus, online_cpus, pin_thread,
+    repin_after_hotplug, sleep_until,
 };
 
 /// A boost the executor was asked to end, its restore not made yet.
@@ -391,8 +391,14 @@ struct Planner<'v> {
     /// boosted tid -> (its journal entry, its BPF slot)
     boosted: HashMap<u32, (Entry, usize)>,
     free_slots: Vec<usize>,
-    /// CPUs online, re-read after each CPU hotplug event
+    /// CPUs online, re-read after each CPU hotplug event (room for
+    /// `nr_cpu_ids`: re-read without allocating)
     online: Vec<usize>,
+    /// the CPUs booted `nohz_full=`, read at start (fixed at boot)
+    nohz_full: Vec<usize>,
+    /// the housekeeping CPUs among `online`, where the planner may run
+    /// (room for `nr_cpu_ids`)
+    housekeeping: Vec<usize>,
     /// the last step asked for a second look at once (see `step`)
     looked_again: bool,
     /// the last look through /proc for waiters the map lacks, ns
@@ -473,6 +479,12 @@ pub enum ExtServer<'k> {
 /// wait there, is handed to the kernel's ext_server, ns. A brief run of a
 /// priority-99 kernel thread (migration/N) must not flip it.
 const HANDOFF_AFTER_NS: u64 = 100_000_000;
+
+/// `v` with room for `n` elements in all (for lists refilled in place).
+fn with_room(mut v: Vec<usize>, n: usize) -> Vec<usize> {
+    v.reserve(n.saturating_sub(v.len()));
+    v
+}
 
 /// When to look again whether a CPU held by a task no boost can preempt is
 /// to be handed over (monotonic ns; 0: no look needed): [`HANDOFF_AFTER_NS`]
@@ -1241,6 +1253,7 @@ impl<'v> Planner<'v> {
     /// opened.
     fn new(cpu: usize, p: PlannerArgs<'v>) -> Result<Self> {
         let forced_deadline = p.cfg.boost_mode == BoostMode::Deadline;
+        let nr_cpu_ids = *scx_utils::NR_CPU_IDS;
         let ext_dir = std::path::Path::new(knobs::EXT_SERVER_DIR);
         let (s, _, _) = p.view.sample(cpu);
         let server_cfg = if forced_deadline && p.dl_ok {
@@ -1261,7 +1274,9 @@ impl<'v> Planner<'v> {
                 .rev()
                 .map(|i| cpu * MAX_BOOSTED + i)
                 .collect(),
-            online: p.online,
+            online: with_room(p.online, nr_cpu_ids),
+            nohz_full: nohz_full_cpus(),
+            housekeeping: Vec::with_capacity(nr_cpu_ids),
             looked_again: false,
             last_scan_ns: 0,
             pool: p.pool,
@@ -1333,14 +1348,16 @@ impl<'v> Planner<'v> {
     /// it would delay the activation step past the period's end
     /// (docs/design.md, Decisions: "The online CPUs are re-read only after
     /// a hotplug event").
+    /// Allocates nothing (the online set is read into `online`'s room;
+    /// on a read error it stays as it was).
     fn follow_hotplug(&mut self) {
-        self.online = self
-            .view
-            .online_cpus()
-            .unwrap_or_else(|_| self.online.clone());
-        let hk = housekeeping_of(&self.online, &nohz_full_cpus());
-        if let Err(e) = pin_thread(0, &hk) {
-            warn!("CPU {}'s planner: pinning to CPUs {hk:?}: {e}", self.cpu);
+        let _ = self.view.online_cpus_into(&mut self.online);
+        housekeeping_into(&self.online, &self.nohz_full, &mut self.housekeeping);
+        if let Err(e) = pin_thread(0, &self.housekeeping) {
+            warn!(
+                "CPU {}'s planner: pinning to CPUs {:?}: {e}",
+                self.cpu, self.housekeeping
+            );
         }
         if let Some(pool) = self.pool {
             pool.forget_pins();
@@ -1383,16 +1400,22 @@ fn plan_cpu(
     let rb = rb.build()?;
     let mut hotplug_seen = view.cpu_hotplug_events();
     let mut parked = false;
+    // Where the test fault's planner goes once freed: read now, as the
+    // loop allocates nothing while it serves (parsing a CPU list takes
+    // about 900 allocator calls, and one of them waiting on the arena lock
+    // held by a preempted normal thread blocks the planner).
+    let unstuck = if fault::is(Fault::StuckPlanner) {
+        housekeeping_of(&online_cpus().unwrap_or_default(), &nohz_full_cpus())
+    } else {
+        Vec::new()
+    };
     life.start();
     let _end = crate::rescue::EndOnDrop(life);
     crate::rtalloc::serving(true);
     // Every sleep tells the watchdog when the planner is due (rescue.rs).
     let sleep = |until: u64, fds: &[i32; 2]| {
-        if life.asleep(until) && fault::is(Fault::StuckPlanner) {
-            let _ = pin_thread(
-                0,
-                &housekeeping_of(&online_cpus().unwrap_or_default(), &nohz_full_cpus()),
-            );
+        if life.asleep(until) && !unstuck.is_empty() {
+            let _ = pin_thread(0, &unstuck);
         }
         let woken = sleep_until(until, fds);
         life.awake();

@@ -18,7 +18,7 @@ use crate::hist::Hist;
 use crate::server::Sample;
 use crate::slice::SliceEnd;
 use crate::stats::CpuCounters;
-use crate::sys::{monotonic_ns, online_cpus};
+use crate::sys::monotonic_ns;
 
 /// What the loader needs from the command line.
 #[derive(Clone, Debug)]
@@ -371,9 +371,12 @@ impl BpfView {
     /// the hotplug events the BPF side has seen (`cpu_hp_state`): the sysfs
     /// mask still holds a CPU whose `ops.cpu_offline()` has run, and a
     /// planner woken by that event read it there and never parked.
-    /// Errors: sysfs unreadable.
-    pub fn online_cpus(&self) -> Result<Vec<usize>> {
-        let mut online = online_cpus()?;
+    /// Read into `online`, replacing what it held, allocating nothing while
+    /// it has room for `nr_cpu_ids` CPUs: for the loop's threads while they
+    /// serve (`sys::online_cpus_into`). On a sysfs error it is unchanged.
+    /// Errors: sysfs unreadable, or its text not a CPU list that fits.
+    pub fn online_cpus_into(&self, online: &mut Vec<usize>) -> std::io::Result<()> {
+        crate::sys::online_cpus_into(online)?;
         // SAFETY: a byte array in the mmapped .bss, written by the BPF side.
         let hp = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*self.bss).cpu_hp_state)) };
         online.retain(|&c| {
@@ -388,7 +391,7 @@ impl BpfView {
             }
         }
         online.sort_unstable();
-        Ok(online)
+        Ok(())
     }
 
     /// Runnable normal tasks on `cpu` at its last run start (see

@@ -98,6 +98,8 @@ pub fn run(
     let fds = [rb.epoll_fd(), stop_fd];
     let mut seen = view.slicer(cpu).nr_starts;
     let mut hotplug_seen = view.cpu_hotplug_events();
+    // re-read in place after a hotplug event: nothing allocated serving
+    let mut online = Vec::with_capacity(*scx_utils::NR_CPU_IDS);
     crate::rtalloc::serving(true);
     while !stop.load(Ordering::Relaxed) && !view.exited() {
         let hp = view.cpu_hotplug_events();
@@ -105,7 +107,7 @@ pub fn run(
             hotplug_seen = hp;
             // Displaced while the CPU was offline, it must hold it again
             // (the invariant below); until then it only wakes for nothing.
-            if let Ok(online) = view.online_cpus() {
+            if view.online_cpus_into(&mut online).is_ok() {
                 crate::sys::repin_after_hotplug(0, cpu, &online);
             }
         }

@@ -35,6 +35,64 @@ pub fn online_cpus() -> Result<Vec<usize>> {
     scx_utils::read_cpulist(s.trim())
 }
 
+/// The longest CPU list text [`online_cpus_into`] reads, bytes: "0-8191"
+/// is 7; a list of single CPUs, every other one of 1024, about 2.9 KiB.
+pub const CPULIST_MAX: usize = 4096;
+
+/// [`online_cpus`] for the loop's threads while they serve: read into a
+/// stack buffer and parsed into `out` ([`parse_cpulist_into`]), so that
+/// nothing is allocated while `out` has room for every CPU (capacity
+/// `nr_cpu_ids`). scx_utils' parser compiles a pattern per group, about
+/// 900 allocator calls per list. On an error `out` is unchanged. Errors:
+/// the read's; InvalidData for a text longer than [`CPULIST_MAX`] or not a
+/// CPU list, or one that does not fit.
+pub fn online_cpus_into(out: &mut Vec<usize>) -> std::io::Result<()> {
+    let mut buf = [0u8; CPULIST_MAX];
+    let n = read_into(
+        std::path::Path::new("/sys/devices/system/cpu/online"),
+        &mut buf,
+    )?;
+    // io::Error from a kind alone is allocated nowhere
+    let invalid = || std::io::Error::from(std::io::ErrorKind::InvalidData);
+    if n == buf.len() {
+        return Err(invalid());
+    }
+    let s = std::str::from_utf8(&buf[..n]).map_err(|_| invalid())?;
+    parse_cpulist_into(s, out)
+}
+
+/// Parses the kernel's CPU list text `s` ("0-3,8,10-11": the `%*pbl` form
+/// of the sysfs CPU masks; white space and NULs around it ignored, an empty
+/// text is no CPU) into `out`, replacing what it held. Allocates nothing:
+/// a list of more CPUs than `out`'s capacity is refused. On an error `out`
+/// is unchanged. Errors: InvalidData for a group that is not a number or an
+/// ascending range, or a list that does not fit.
+pub fn parse_cpulist_into(s: &str, out: &mut Vec<usize>) -> std::io::Result<()> {
+    let s = s.trim_matches(|c: char| c.is_whitespace() || c == '\0');
+    let groups = || s.split(',').filter(|_| !s.is_empty());
+    let range = |g: &str| -> Option<(usize, usize)> {
+        let g = g.trim();
+        let (a, b) = g.split_once('-').unwrap_or((g, g));
+        let (a, b) = (a.parse().ok()?, b.parse().ok()?);
+        (a <= b).then_some((a, b))
+    };
+    let invalid = || std::io::Error::from(std::io::ErrorKind::InvalidData);
+    // checked whole first, so that an error leaves `out` as it was
+    let mut n = 0usize;
+    for g in groups() {
+        let (a, b) = range(g).ok_or_else(invalid)?;
+        n = n.saturating_add((b - a).saturating_add(1));
+    }
+    if n > out.capacity() {
+        return Err(invalid());
+    }
+    out.clear();
+    for (a, b) in groups().filter_map(range) {
+        out.extend(a..=b);
+    }
+    Ok(())
+}
+
 /// The CPUs booted `nohz_full=` (`/sys/devices/system/cpu/nohz_full`): none
 /// when the file is missing, empty or reads "(null)" (the kernel's text when
 /// no CPU is nohz_full).
@@ -55,15 +113,18 @@ pub fn parse_nohz_full(s: &str) -> Vec<usize> {
 /// moves off `nohz_full=` CPUs. `online` itself when every online CPU is
 /// nohz_full, so that the result is never empty while `online` is not.
 pub fn housekeeping_of(online: &[usize], nohz_full: &[usize]) -> Vec<usize> {
-    let hk: Vec<usize> = online
-        .iter()
-        .copied()
-        .filter(|c| !nohz_full.contains(c))
-        .collect();
-    if hk.is_empty() {
-        online.to_vec()
-    } else {
-        hk
+    let mut hk = Vec::with_capacity(online.len());
+    housekeeping_into(online, nohz_full, &mut hk);
+    hk
+}
+
+/// [`housekeeping_of`] into `out`, replacing what it held; allocates
+/// nothing while `out` has room for `online`.
+pub fn housekeeping_into(online: &[usize], nohz_full: &[usize], out: &mut Vec<usize>) {
+    out.clear();
+    out.extend(online.iter().copied().filter(|c| !nohz_full.contains(c)));
+    if out.is_empty() {
+        out.extend_from_slice(online);
     }
 }
 
@@ -431,6 +492,44 @@ mod tests {
         assert_eq!(parse_nohz_full("1-3"), vec![1, 2, 3]);
         assert!(parse_nohz_full("(null)\n").is_empty());
         assert!(parse_nohz_full("").is_empty());
+    }
+
+    #[test]
+    fn cpulists_parse_as_scx_utils_does_in_place() {
+        let mut out = Vec::with_capacity(64);
+        let buf = out.as_ptr();
+        for s in ["0", "0-3", "0-1,4,6-7\n", "2,3", "5-5", "0-63\0"] {
+            parse_cpulist_into(s, &mut out).unwrap();
+            let want = scx_utils::read_cpulist(s.trim().trim_end_matches('\0')).unwrap();
+            assert_eq!(out, want, "{s:?}");
+            assert_eq!(out.as_ptr(), buf, "{s:?}: reallocated");
+        }
+        parse_cpulist_into("\n", &mut out).unwrap();
+        assert!(out.is_empty(), "an empty mask is no CPU");
+    }
+
+    #[test]
+    fn a_bad_cpulist_leaves_the_list_as_it_was() {
+        let mut out = Vec::with_capacity(8);
+        parse_cpulist_into("1-2", &mut out).unwrap();
+        for s in [
+            "x",
+            "3-1",
+            "1-",
+            "-1",
+            "1,,2",
+            "0-8",
+            "1 2",
+            "0-18446744073709551615",
+        ] {
+            let e = parse_cpulist_into(s, &mut out).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{s:?}");
+            assert_eq!(out, vec![1, 2], "{s:?}");
+        }
+        // 8 CPUs fit a capacity of 8, 9 do not
+        parse_cpulist_into("0-7", &mut out).unwrap();
+        assert_eq!(out.len(), 8);
+        assert_eq!(out.capacity(), 8);
     }
 
     #[test]

@@ -46,6 +46,8 @@ backs=$(grep -c "CPU 1 is online again: serving" "$FLOOR_LOG")
 [ "$parks" = 2 ] && [ "$backs" = 2 ] || fail "CPU 1's server parked $parks and came back $backs times, not 2 and 2"
 kill -KILL "$h" 2>/dev/null; wait "$h" 2>/dev/null
 stop_floor || fail "scx_floor exited non-zero"
+# the planner and the slice-end thread re-read the online CPUs in place
+no_rt_allocations "CPU hotplug"
 pol=$(policy_of "$n")
 [ "$pol" = SCHED_OTHER ] || fail "task $n left $pol"
 kill -KILL "$n" "${hogs[@]}" 2>/dev/null; wait 2>/dev/null

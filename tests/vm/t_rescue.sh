@@ -60,6 +60,9 @@ pol=$(chrt -p "$planner")
 grep -q "SCHED_FIFO" <<<"$pol" && grep -q "priority: 99" <<<"$pol" ||
 	fail "CPU 0's planner is not back at SCHED_FIFO 99 after the hog: $pol"
 stop_floor || fail "scx_floor exit code $?"
+# the planner freed by the fault allocates nothing: an allocator call
+# waits on the arena lock, which a starved normal thread may hold
+no_rt_allocations "stuck planner"
 [ "$(cat /proc/sys/kernel/sched_rt_runtime_us)" = "$rt_orig" ] || fail "sched_rt_runtime_us not restored"
 errs=$(dmesg_errors)
 [ -z "$errs" ] || { echo "$errs"; fail "dmesg reports sched_ext trouble"; }
