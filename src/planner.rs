@@ -360,7 +360,7 @@ impl std::fmt::Display for AttrsNow {
                 "policy {}, priority {}",
                 a.sched_policy, a.sched_priority
             ),
-            Err(e) => write!(f, "{e}"),
+            Err(e) => write!(f, "{}", crate::sys::OsError(e)),
         }
     }
 }
@@ -628,6 +628,7 @@ impl<'v> Planner<'v> {
             Err(err) => {
                 // Keep the journal record: the exit path (or the guardian)
                 // replays it. The slot stays taken.
+                let err = crate::sys::OsError(&err);
                 warn!("restoring task {tid}: {err} (kept in the journal)");
                 true
             }
@@ -1354,6 +1355,7 @@ impl<'v> Planner<'v> {
         let _ = self.view.online_cpus_into(&mut self.online);
         housekeeping_into(&self.online, &self.nohz_full, &mut self.housekeeping);
         if let Err(e) = pin_thread(0, &self.housekeeping) {
+            let e = crate::sys::OsError(&e);
             warn!(
                 "CPU {}'s planner: pinning to CPUs {:?}: {e}",
                 self.cpu, self.housekeeping

@@ -167,6 +167,7 @@ impl Lifeline {
         let rescued = self.rescued.swap(false, Ordering::AcqRel);
         if rescued {
             if let Err(e) = attr::set_attr(0, &attr::agent_attr()) {
+                let e = crate::sys::OsError(&e);
                 warn!("a rescued planner going back to SCHED_FIFO 99: {e}");
             }
         }
@@ -441,6 +442,7 @@ fn look_at(cpu: usize, life: &Lifeline, stuck_ns: u64, suspect: &mut Suspect) ->
         Err(e) => {
             if !suspect.warned {
                 suspect.warned = true;
+                let e = crate::sys::OsError(&e);
                 warn!(
                     "CPU {cpu}'s planner (task {tid}) is runnable and {} ms overdue without \
                      running, behind a real-time task at its own priority, and the kernel \

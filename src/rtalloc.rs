@@ -158,8 +158,59 @@ mod tests {
                 assert_eq!(f[0], ("alloc", 64, me));
                 assert_eq!(f[1], ("free", 32, me));
             }
+            // An OS error's text, as the serving threads log it
+            // (`sys::OsError`), allocates nothing; std's own Display does.
+            use std::fmt::Write as _;
+            let e = std::io::Error::from_raw_os_error(libc::ESRCH);
+            let mut line = Sink::default();
+            serving(true);
+            let n0 = rt_allocations();
+            write!(line, "{}", crate::sys::OsError(&e)).unwrap();
+            let n1 = rt_allocations();
+            write!(line, "{e}").unwrap();
+            let n2 = rt_allocations();
+            serving(false);
+            assert_eq!(n1, n0, "OsError allocated");
+            assert!(n2 > n1, "std's Display of an OS error allocates");
+            assert_eq!(
+                line.text(),
+                "No such process (os error 3)No such process (os error 3)"
+            );
         })
         .join()
         .unwrap();
+    }
+
+    /// A line in a fixed buffer, as `rtlog` formats one.
+    struct Sink {
+        buf: [u8; 256],
+        len: usize,
+    }
+
+    impl Default for Sink {
+        fn default() -> Self {
+            Sink {
+                buf: [0; 256],
+                len: 0,
+            }
+        }
+    }
+
+    impl Sink {
+        fn text(&self) -> &str {
+            std::str::from_utf8(&self.buf[..self.len]).unwrap()
+        }
+    }
+
+    impl std::fmt::Write for Sink {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            let end = self.len + s.len();
+            self.buf
+                .get_mut(self.len..end)
+                .ok_or(std::fmt::Error)?
+                .copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
     }
 }

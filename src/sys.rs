@@ -128,6 +128,32 @@ pub fn housekeeping_into(online: &[usize], nohz_full: &[usize], out: &mut Vec<us
     }
 }
 
+/// An I/O error in a log line of a thread that serves: the text std gives
+/// it ("No such process (os error 3)"), without allocating. std's own
+/// `Display` of an OS error builds its message in a `String`; one
+/// allocator call on such a thread may wait on the arena lock that a
+/// preempted normal thread holds (src/rtalloc.rs).
+pub struct OsError<'a>(pub &'a std::io::Error);
+
+impl std::fmt::Display for OsError<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let Some(n) = self.0.raw_os_error() else {
+            // a kind's or a custom error's text: no allocation
+            return write!(f, "{}", self.0);
+        };
+        let mut buf = [0u8; 128];
+        // SAFETY: the buffer and its length are valid; the XSI
+        // strerror_r() writes a NUL-terminated text into it (glibc's
+        // "Unknown error N" for a number it does not know, with EINVAL).
+        unsafe { libc::strerror_r(n, buf.as_mut_ptr().cast(), buf.len()) };
+        let len = buf.iter().position(|&b| b == 0).unwrap_or(0);
+        match std::str::from_utf8(&buf[..len]) {
+            Ok(text) if !text.is_empty() => write!(f, "{text} (os error {n})"),
+            _ => write!(f, "os error {n}"),
+        }
+    }
+}
+
 /// Pins thread `tid` (0: the caller) to `cpus` (`sched_setaffinity()`).
 /// Errors: the kernel's (EINVAL when none of `cpus` is online, ESRCH when
 /// `tid` is gone).
@@ -158,6 +184,7 @@ pub fn repin_after_hotplug(tid: u32, cpu: usize, online: &[usize]) -> bool {
     match pin_thread(tid, &[cpu]) {
         Ok(()) => true,
         Err(e) => {
+            let e = OsError(&e);
             warn!("pinning thread {tid} back to CPU {cpu} after a CPU hotplug event: {e}");
             false
         }
@@ -530,6 +557,18 @@ mod tests {
         parse_cpulist_into("0-7", &mut out).unwrap();
         assert_eq!(out.len(), 8);
         assert_eq!(out.capacity(), 8);
+    }
+
+    #[test]
+    fn os_errors_read_as_std_writes_them() {
+        for n in [libc::ESRCH, libc::EPERM, libc::EBUSY, libc::EINVAL] {
+            let e = std::io::Error::from_raw_os_error(n);
+            assert_eq!(OsError(&e).to_string(), e.to_string());
+        }
+        let e = std::io::Error::from(std::io::ErrorKind::InvalidData);
+        assert_eq!(OsError(&e).to_string(), e.to_string());
+        let e = std::io::Error::from_raw_os_error(100_000);
+        assert_eq!(OsError(&e).to_string(), e.to_string());
     }
 
     #[test]
