@@ -1,7 +1,7 @@
 #!/bin/bash
 # A planner held behind a real-time task at its own priority is freed by the
 # watchdog (src/rescue.rs). The test fault "stuck-planner" keeps CPU 0's
-# planner on CPU 1 only, where a SCHED_FIFO 99 hog runs with
+# planner on the last CPU only (CPU 1 of 2), where a SCHED_FIFO 99 hog runs with
 # --rt-runtime-unlimited: SCHED_FIFO 99 never preempts it, so the planner
 # runs only when the watchdog makes it SCHED_DEADLINE. CPU 0 holds a normal
 # task and a SCHED_FIFO 50 hog: its floor needs that planner's boosts
@@ -18,10 +18,11 @@ rt_orig=$(cat /proc/sys/kernel/sched_rt_runtime_us)
 fault=${SCX_FLOOR_TEST_FAULT-stuck-planner}
 SCX_FLOOR_TEST_FAULT=$fault start_floor --rt-runtime-unlimited --stats 2
 seq0=$(enable_seq)
-[ -z "$fault" ] || grep -q "test fault: CPU 0's planner runs only on CPU 1" "$FLOOR_LOG" || fail "the fault did not hold CPU 0's planner on CPU 1"
+last=$(($(getconf _NPROCESSORS_ONLN) - 1))
+[ -z "$fault" ] || grep -q "test fault: CPU 0's planner runs only on CPU $last" "$FLOOR_LOG" || fail "the fault did not hold CPU 0's planner on CPU $last"
 n=$(taskset -c 0 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 wait_spinning 10 "$n" || fail "the normal task did not spin"
-h99=$(rt_hog 1 fifo 99 8) || fail "no FIFO 99 hog"
+h99=$(rt_hog "$last" fifo 99 8) || fail "no FIFO 99 hog"
 h50=$(rt_hog 0 fifo 50 7) || fail "no FIFO 50 hog"
 sleep 0.8
 # the window is read with shell builtins: a FIFO 50 hog holds CPU 0, and
