@@ -666,7 +666,11 @@ impl<'v> Planner<'v> {
                 }
             };
             if let Err(e) = res {
-                debug!("cpu {}: boost of {tid} failed: {e}", self.cpu);
+                debug!(
+                    "cpu {}: boost of {tid} failed: {}",
+                    self.cpu,
+                    crate::sys::OsError(&e)
+                );
                 self.exec_ids.remove(&tid);
                 if let Some((_, slot)) = self.boosted.remove(&tid) {
                     self.view.boosted_del(tid);

@@ -35,8 +35,8 @@ pub fn online_cpus() -> Result<Vec<usize>> {
     scx_utils::read_cpulist(s.trim())
 }
 
-/// The longest CPU list text [`online_cpus_into`] reads, bytes: "0-8191"
-/// is 7; a list of single CPUs, every other one of 1024, about 2.9 KiB.
+/// The longest CPU list text [`online_cpus_into`] reads, bytes: "0-8191\n"
+/// is 7; a list of single CPUs, every other one of 1024, about 2.0 KiB.
 pub const CPULIST_MAX: usize = 4096;
 
 /// [`online_cpus`] for the loop's threads while they serve: read into a
