@@ -62,8 +62,13 @@ check() {
 		figure "${tag}_task${i}_of_share" "$ratio" "$(awk -v t=$tol 'BEGIN { printf "%.2f .. %.2f", 1 - t, 1 + t }')"
 		goal "task $i (nice ${*:$((i + 1)):1}) within 15/25% of its share $want:" "${got[$i]}" \
 			ge "$ratio" "$([ "${ws[$i]}" = 1024 ] && echo 0.85 || echo 0.75)"
-		ge "$ratio" "$(awk -v t=$tol 'BEGIN { print 1 - t }')" && le "$ratio" "$(awk -v t=$tol 'BEGIN { print 1 + t }')" ||
+		ge "$ratio" "$(awk -v t=$tol 'BEGIN { print 1 - t }')" && le "$ratio" "$(awk -v t=$tol 'BEGIN { print 1 + t }')" || {
+			# the server's last rows for CPU 1 (--stats 2: about the window),
+			# with each period's split (tasks, min_share_ms)
+			grep -A4 '^server:' "$FLOOR_LOG" | head -1 | sed 's/^/    /' >&2
+			grep -A4 '^server:' "$FLOOR_LOG" | grep -E '^ +1 ' | tail -3 | sed 's/^/    /' >&2
 			fail "$tag: task $i (nice ${*:$((i + 1)):1}) got ${got[$i]} ms/s, $ratio of its weighted share $want (of $total)"
+		}
 	done
 }
 
