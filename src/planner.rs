@@ -1411,7 +1411,7 @@ fn plan_cpu(
     // about 900 allocator calls, and one of them waiting on the arena lock
     // held by a preempted normal thread blocks the planner).
     let unstuck = if fault::is(Fault::StuckPlanner) {
-        housekeeping_of(&online_cpus().unwrap_or_default(), &nohz_full_cpus())
+        housekeeping_of(&a.online, &a.nohz_full)
     } else {
         Vec::new()
     };
