@@ -155,6 +155,11 @@ struct slice_ctx {
 	u64 armed_ns;		/* expiry the timer is pending for; 0 = not pending */
 	u64 exec_start_ns;	/* the running task's se.sum_exec_runtime at its start */
 	u32 boost_slot;		/* slot of the boosted run in progress */
+	u32 boost_pid;		/* its task */
+	/* its task's se.sum_exec_runtime at its start: apart from
+	 * exec_start_ns, which ops.running() sets for a task that gets its own
+	 * policy back while it runs (boost_run_end()) */
+	u64 boost_exec_start_ns;
 	u64 lat_est_ns;		/* EWMA of timer expiry -> switch-out latency */
 	u64 fired_ns;		/* when the timer's callback ran for the current run */
 	u32 pid;
@@ -1279,6 +1284,37 @@ static __always_inline void slice_timer_run(struct task_struct *p, struct slice_
 		slice_timer_arm(sc, cpu, sc->started_ns, sc->timer_at_ns);
 }
 
+/*
+ * The boosted run in progress on sc's CPU, of p, ends: its run time as the
+ * kernel charged it (se.sum_exec_runtime since the run began) goes to the
+ * CPU's normal and boosted run time and to p's boost slot. blocked: p
+ * blocked, and its server is woken to hand its share on.
+ */
+static __always_inline void boost_run_end(struct slice_ctx *sc, struct floor_cpu_stat *st,
+					  struct task_struct *p, bool blocked)
+{
+	struct floor_boost_slot *slot;
+	u64 d = p->se.sum_exec_runtime > sc->boost_exec_start_ns ?
+		p->se.sum_exec_runtime - sc->boost_exec_start_ns : 0;
+
+	sc->boost_started_ns = 0;
+	sc->boost_pid = 0;
+	st->boost_since_ns = 0;
+	st->normal_runtime_ns += d;
+	st->boosted_runtime_ns += d;
+	if (p->flags & PF_KTHREAD)
+		st->kthread_runtime_ns += d;
+	slot = boost_slot(sc->boost_slot);
+	if (slot && slot->pid == p->pid) {
+		slot->runtime_ns += d;
+		slot->run_since_ns = 0;
+		if (blocked) {
+			slot->blocked = 1;
+			server_kick(sc->boost_slot / FLOOR_SLOTS_PER_CPU);
+		}
+	}
+}
+
 /* A run of p begins on its CPU (ops.running(), or a run kept on, below). */
 static __always_inline void run_begin(struct task_struct *p)
 {
@@ -1325,6 +1361,18 @@ static __always_inline void run_begin(struct task_struct *p)
 	}
 	if (!sc)
 		return;
+	/*
+	 * p got its own policy back while it ran boosted (a restore made from
+	 * another CPU): the kernel moved it back to this class in place, with
+	 * ops.running() and no context switch, so the switch hook has not
+	 * ended its boosted run. It ends here. Left open, the hook would end it
+	 * at p's switch-out with exec_start_ns, which this run sets: the boosted
+	 * run (hundreds of ms) was lost from the CPU's counters, its server saw
+	 * that much still owed and boosted again (docs/design.md, Decisions:
+	 * "A boost restored while its task runs").
+	 */
+	if (st && sc->boost_started_ns && sc->boost_pid == p->pid)
+		boost_run_end(sc, st, p, false);
 	sc->started_ns = bpf_ktime_get_ns();
 	if (r) {
 		r->vtime = p->scx.dsq_vtime;
@@ -1805,7 +1853,7 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 	struct floor_boost_slot *slot;
 	u32 next_pid = next->pid, *slot_idx;
 	s32 nr_local;
-	u64 now, d;
+	u64 now;
 
 	if (!floor_enabled)
 		return 0;
@@ -1815,26 +1863,9 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 		return 0;
 	now = bpf_ktime_get_ns();
 
-	if (sc->boost_started_ns) {
-		/* The boosted run of prev ends: its run time as the kernel charged it. */
-		d = prev->se.sum_exec_runtime > sc->exec_start_ns ?
-			prev->se.sum_exec_runtime - sc->exec_start_ns : 0;
-		sc->boost_started_ns = 0;
-		st->boost_since_ns = 0;
-		st->normal_runtime_ns += d;
-		st->boosted_runtime_ns += d;
-		if (prev->flags & PF_KTHREAD)
-			st->kthread_runtime_ns += d;
-		slot = boost_slot(sc->boost_slot);
-		if (slot && slot->pid == prev->pid) {
-			slot->runtime_ns += d;
-			slot->run_since_ns = 0;
-			if (prev_state != TASK_RUNNING) {
-				slot->blocked = 1;
-				server_kick(sc->boost_slot / FLOOR_SLOTS_PER_CPU);
-			}
-		}
-	}
+	/* The boosted run of prev ends. */
+	if (sc->boost_started_ns)
+		boost_run_end(sc, st, prev, prev_state != TASK_RUNNING);
 	/*
 	 * Boosted tasks run at SCHED_DEADLINE or SCHED_FIFO: look up only those.
 	 * scx_floor's own server threads (FIFO 99, microseconds at a time) do
@@ -1846,8 +1877,9 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 	slot_idx = next_hi ? boost_slot_of(next) : NULL;
 	if (slot_idx) {
 		sc->boost_started_ns = now;
-		sc->exec_start_ns = next->se.sum_exec_runtime;
+		sc->boost_exec_start_ns = next->se.sum_exec_runtime;
 		sc->boost_slot = *slot_idx;
+		sc->boost_pid = next_pid;
 		st->boost_since_ns = now;
 		slot = boost_slot(*slot_idx);
 		if (slot && slot->pid == next_pid) {

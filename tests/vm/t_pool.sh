@@ -6,9 +6,12 @@
 # boosts fill 600 ms of its period, so the two CPUs' boosts overlap in every
 # period whatever their phase.
 # B: a normal task and an RR 25 hog on each CPU (3 s window): both floors
-#    hold (420-900 ms/s of the 600: up to 758 measured with both hogs alive,
-#    an excess not yet explained, docs/design.md "Open"; a boost never ended
-#    gives about 1000), at least one boost was made by a
+#    hold and neither CPU gets more than its budget (420-680 ms/s of the
+#    600; 596-617 measured). A boost that a planner ends from another CPU
+#    while its task runs must be counted in full: when the switch hook lost
+#    it, the CPU got 619-971 ms/s in 9 of 11 rounds (docs/design.md,
+#    Decisions: "A boost restored while its task runs"); a boost never
+#    ended gives about 1000. At least one boost was made by a
 #    planner (boosts_remote of the two CPUs > 0), and each CPU had boosts
 #    the executor made (boosts_fifo > boosts_remote): the lease moved
 #    between them. Both tasks are back at SCHED_OTHER once the hogs are gone.
@@ -57,15 +60,15 @@ nap 1.5
 r0=$(server_col 0 boosts_remote) r1=$(server_col 1 boosts_remote)
 f0=$(server_col 0 boosts_fifo) f1=$(server_col 1 boosts_fifo)
 note "B: hogs on both CPUs: CPU 0 $got0 ms/s ($r0 of $f0 boosts by its planner), CPU 1 $got1 ms/s ($r1 of $f1)"
-figure b_cpu0_ms_per_s "$got0" "420 .. 900"
-figure b_cpu1_ms_per_s "$got1" "420 .. 900"
+figure b_cpu0_ms_per_s "$got0" "420 .. 680"
+figure b_cpu1_ms_per_s "$got1" "420 .. 680"
 figure b_remote "$((r0 + r1))" "> 0"
 [ $((r0 + r1)) -gt 0 ] || fail "B: no boost made by a planner with one executor for two CPUs in need"
 [ "$f0" -gt "$r0" ] && [ "$f1" -gt "$r1" ] ||
 	fail "B: a CPU had no boost from the executor (CPU 0 $r0 of $f0 by its planner, CPU 1 $r1 of $f1)"
 for c in 0 1; do
 	g=$([ $c = 0 ] && echo "$got0" || echo "$got1")
-	ge "$g" 420 && le "$g" 900 || fail "B: CPU $c's normal task got $g ms/s (600 ms budget; 420 .. 900)"
+	ge "$g" 420 && le "$g" 680 || fail "B: CPU $c's normal task got $g ms/s (600 ms budget; 420 .. 680)"
 done
 
 h0=$(rt_hog 0 rr 25 40) || fail "no hog on CPU 0"
