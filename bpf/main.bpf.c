@@ -1181,12 +1181,13 @@ static __always_inline void timer_waiter(s32 cpu)
 }
 
 /*
- * Whether a normal task waits for cpu (the caller runs on cpu): in its local
- * DSQ, its own DSQ, or the shared one.
+ * Whether a normal task waits for cpu: in its local DSQ, its own DSQ, or the
+ * shared one. The caller may run on another CPU (ops.running() of a task
+ * whose class changed in place, from the CPU that changed it).
  */
 static __always_inline bool cpu_has_waiters(s32 cpu)
 {
-	return scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL) > 0 || scx_bpf_dsq_nr_queued(cpu) > 0 ||
+	return scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0 || scx_bpf_dsq_nr_queued(cpu) > 0 ||
 	       scx_bpf_dsq_nr_queued(FLOOR_SHARED_DSQ) > 0;
 }
 
@@ -1276,7 +1277,12 @@ static __always_inline void slice_timer_run(struct task_struct *p, struct slice_
 	sc->short_run = tc && tc->blocked_early;
 	if (sc->short_run)
 		return;
-	if (!cpu_has_waiters(cpu)) {
+	/*
+	 * From another CPU (a class change in place, made there), the timer,
+	 * pinned to the CPU that arms it, cannot be armed for cpu: cpu's tick
+	 * arms it once a task waits (floor_tick()).
+	 */
+	if (!cpu_has_waiters(cpu) || cpu != bpf_get_smp_processor_id()) {
 		sc->deferred = 1;
 		return;
 	}
@@ -1352,7 +1358,7 @@ static __always_inline void run_begin(struct task_struct *p)
 		st->last_slice_ns = p->scx.slice;
 	if (st && sample_load && p->pid != policy_tid) {
 		s32 own = scx_bpf_dsq_nr_queued(cpu);
-		s32 local = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
+		s32 local = scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu);
 		s32 shared = scx_bpf_dsq_nr_queued(FLOOR_SHARED_DSQ);
 		u64 on = nr_online ? nr_online : 1;
 
@@ -1399,7 +1405,8 @@ static __always_inline void run_begin(struct task_struct *p)
 	 */
 	if (nr_boosted && policy_back_first(p)) {
 		sc->expired = 2;
-		if (slice_end == FLOOR_SLICE_END_BPF_TIMER)
+		/* (The restore may come from another CPU: its timer is not cpu's.) */
+		if (slice_end == FLOOR_SLICE_END_BPF_TIMER && cpu == bpf_get_smp_processor_id())
 			slice_timer_arm(sc, cpu, sc->started_ns, sc->started_ns);
 		else
 			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
