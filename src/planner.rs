@@ -280,12 +280,22 @@ fn waiters_of(
     sc: &mut Scratch,
     out: &mut Vec<Waiter>,
 ) {
+    // A CPU held by a higher class, or running a boost of its own server
+    // (between its boosts the RT task holds it again): a sched_ext task can
+    // run on neither. Counted as free, a CPU whose boost ran at this step
+    // left an unbound task (a workqueue's kworker) to "the dispatcher" of a
+    // CPU it could not run on, at every step of both servers whose boosts
+    // overlap: under RT hogs on every CPU, sched_ext's own watchdog work
+    // starved for 10 s and the kernel ejected scx_floor (docs/design.md,
+    // Decisions: "A CPU running a boost is not free").
     sc.hi.clear();
-    sc.hi.extend(
-        online
-            .iter()
-            .map(|&c| (c, view.sample(c).1 || (c == cpu && boosting))),
-    );
+    sc.hi.extend(online.iter().map(|&c| {
+        let (s, hi_running, _) = view.sample(c);
+        (
+            c,
+            hi_running || s.boost_since_ns != 0 || (c == cpu && boosting),
+        )
+    }));
     if !sc.hi.iter().any(|&(c, hogged)| c == cpu && hogged) {
         return;
     }

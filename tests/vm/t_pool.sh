@@ -14,7 +14,12 @@
 #    ended gives about 1000. At least one boost was made by a
 #    planner (boosts_remote of the two CPUs > 0), and each CPU had boosts
 #    the executor made (boosts_fifo > boosts_remote): the lease moved
-#    between them. Both tasks are back at SCHED_OTHER once the hogs are gone.
+#    between them. An unbound sleeper (both CPUs, 50 ms sleeps) is served in
+#    the window: while a CPU ran a boost, its servers counted it as free and
+#    left such a task to a dispatcher that could not run it (0 loops in 2 of
+#    2 rounds; sched_ext's watchdog kworker starved and the kernel ejected
+#    scx_floor in the clean-clone CI of 585e278). Both tasks are back at
+#    SCHED_OTHER once the hogs are gone.
 # D: a hog on CPU 0 alone: the executor is pinned to CPU 0, and CPU 0 makes
 #    no boost from its planner (the executor was given back by CPU 1).
 source "$(dirname "$0")/lib.sh"
@@ -45,15 +50,27 @@ xtid=$(grep -l '^scx_floor-x/' /proc/"$FLOOR_PID"/task/*/comm 2>/dev/null | awk 
 grep -q "1 executor thread(s) for 2 served CPU(s) (--executors 1)" "$FLOOR_LOG" || fail "the start did not log the executors"
 
 n0=$(hog 0) n1=$(hog 1)
+# an unbound sleeper: may run on either CPU, wakes every 50 ms, counts its
+# loops in a file
+taskset -c 0,1 chrt -o 0 python3 -c '
+import sys, time
+n, f = 0, open(sys.argv[1], "w")
+while True:
+    time.sleep(0.05); n += 1
+    f.seek(0); f.write("%d\n" % n); f.flush()' "$LOGDIR/unbound.cnt" >/dev/null 2>&1 &
+ub=$!
 wait_spinning 10 "$n0" "$n1" || fail "the normal tasks did not spin"
+wait_for 10 test -s "$LOGDIR/unbound.cnt" >/dev/null || fail "the unbound sleeper did not start"
 h1=$(rt_hog 1 rr 25 40) || fail "no hog on CPU 1"
 h0=$(rt_hog 0 rr 25 40) || fail "no hog on CPU 0"
 nap 1.2
+read -r loops0 <"$LOGDIR/unbound.cnt"
 read -r got0 got1 <<<"$(window_ms_per_s 3 "$n0" "$n1")"
+read -r loops1 <"$LOGDIR/unbound.cnt"
 # each rt_hog start took 2.6-5.3 s here under TCG: a hog that its 40 s
 # safety timeout ended would make the window measure no hog
 kill -0 "$h0" 2>/dev/null && kill -0 "$h1" 2>/dev/null || fail "B: a hog ended before the window did"
-kill -KILL "$h0" "$h1" 2>/dev/null
+kill -KILL "$h0" "$h1" "$ub" 2>/dev/null
 wait_for 3 not_boosted "$n0" >/dev/null || fail "B: CPU 0's task still $(sched_of "$n0") 3 s after the hogs"
 wait_for 3 not_boosted "$n1" >/dev/null || fail "B: CPU 1's task still $(sched_of "$n1") 3 s after the hogs"
 nap 1.5
@@ -63,6 +80,10 @@ note "B: hogs on both CPUs: CPU 0 $got0 ms/s ($r0 of $f0 boosts by its planner),
 figure b_cpu0_ms_per_s "$got0" "420 .. 680"
 figure b_cpu1_ms_per_s "$got1" "420 .. 680"
 figure b_remote "$((r0 + r1))" "> 0"
+figure b_unbound_loops "$((loops1 - loops0))" "> 0"
+note "B: the unbound sleeper looped $((loops1 - loops0)) times in the 3 s window (60 with a CPU free)"
+[ $((loops1 - loops0)) -gt 0 ] ||
+	fail "B: a task allowed on both held CPUs was not served in 3 s (its loops stood at $loops0)"
 [ $((r0 + r1)) -gt 0 ] || fail "B: no boost made by a planner with one executor for two CPUs in need"
 [ "$f0" -gt "$r0" ] && [ "$f1" -gt "$r1" ] ||
 	fail "B: a CPU had no boost from the executor (CPU 0 $r0 of $f0 by its planner, CPU 1 $r1 of $f1)"
