@@ -678,6 +678,15 @@ pub fn raised_kthread(comm: &str) -> Option<(usize, usize)> {
         })
 }
 
+/// Whether the kernel runs lazy irq_work in per-CPU `irq_work/N` threads
+/// (PREEMPT_RT: `kernel/irq_work.c` queues work without `IRQ_WORK_HARD_IRQ`
+/// to them). A BPF ring buffer's wake-up is such work: from a CPU where an
+/// RT task at or above `irq_work/N`'s priority runs (SCHED_FIFO
+/// [`RAISE_PRIO`] while scx_floor runs) it waits until that task leaves.
+pub fn irq_work_threaded() -> bool {
+    raised_kthreads().iter().any(|&(kind, _, _)| kind == 0)
+}
+
 /// The kernel flags (field 9) of a /proc/PID/stat line.
 fn parse_stat_flags(s: &str) -> Option<u64> {
     stat_field(s, 9)?.parse().ok()

@@ -432,6 +432,7 @@ fn policy_config(
         agent_pids: vec![guardian.pid],
         slice_threads: false,
         raised_tids: Vec::new(),
+        irq_work_threaded: boost::irq_work_threaded(),
         guardian_restores: Some(guardian.restores),
     }
 }
