@@ -297,21 +297,27 @@ fn waiters_of(
     sc: &mut Scratch,
     out: &mut Vec<Waiter>,
 ) {
-    // A CPU held by a higher class, or running a boost of its own server
-    // (between its boosts the RT task holds it again): a sched_ext task can
-    // run on neither. Counted as free, a CPU whose boost ran at this step
-    // left an unbound task (a workqueue's kworker) to "the dispatcher" of a
-    // CPU it could not run on, at every step of both servers whose boosts
-    // overlap: under RT hogs on every CPU, sched_ext's own watchdog work
-    // starved for 10 s and the kernel ejected scx_floor (docs/design.md,
-    // Decisions: "A CPU running a boost is not free").
+    // Another CPU held by a higher class, or running a boost of its own
+    // server (between its boosts the RT task holds it again): a sched_ext
+    // task can run on neither. Counted as free, a CPU whose boost ran at
+    // this step left an unbound task (a workqueue's kworker) to "the
+    // dispatcher" of a CPU it could not run on, at every step of both
+    // servers whose boosts overlap: under RT hogs on every CPU, sched_ext's
+    // own watchdog work starved for 10 s and the kernel ejected scx_floor
+    // (docs/design.md, Decisions: "A CPU running a boost is not free").
+    // This CPU's own boost is not a reason to list its waiters (they are
+    // listed again when the RT task takes the CPU back): listed at every
+    // step while it ran, 40 tasks pinned under an RR hog cost the hog
+    // 20-45 ms/s of server steps and left tasks unserved for 8 s (t_many).
     sc.hi.clear();
     sc.hi.extend(online.iter().map(|&c| {
         let (s, hi_running, _) = view.sample(c);
-        (
-            c,
-            hi_running || s.boost_since_ns != 0 || (c == cpu && boosting),
-        )
+        let boost_runs = if c == cpu {
+            boosting
+        } else {
+            s.boost_since_ns != 0
+        };
+        (c, hi_running || boost_runs)
     }));
     if !sc.hi.iter().any(|&(c, hogged)| c == cpu && hogged) {
         return;
