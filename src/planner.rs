@@ -1549,14 +1549,22 @@ fn plan_cpu(
                     break;
                 }
                 deadline = deadline.max(monotonic_ns());
-            } else if monotonic_ns() >= deadline {
+                continue;
+            }
+            let now = monotonic_ns();
+            if now >= deadline {
                 break;
-            } else if recheck.is_some_and(|r| monotonic_ns() >= r) {
+            } else if recheck.is_some_and(|r| now >= r) {
                 // the executor's restores are in: give it back, no step
                 recheck = a.return_executor();
-            } else if poll_at.is_some() && !a.any_boost_runnable() {
-                // a boosted task blocked, its wake-up held up (see
-                // Planner::block_poll_ns): step now, to boost the next
+            } else if poll_at.is_some_and(|p| now >= p) {
+                if !a.any_boost_runnable() {
+                    // a boosted task blocked, its wake-up held up (see
+                    // Planner::block_poll_ns): step now, to boost the next
+                    break;
+                }
+            } else {
+                // the stop, or a signal: the outer loop looks
                 break;
             }
         }
