@@ -200,6 +200,12 @@ struct floor_cpu_stat {
 	/* log2 histograms (see FLOOR_HIST_*) of run lengths and overshoots, ns */
 	u64 runlen_hist[FLOOR_HIST_BUCKETS];
 	u64 overshoot_hist[FLOOR_HIST_BUCKETS];
+	/* sequence count: odd while a writer updates fields user space reads
+	 * together (normal_runtime_ns, boosted_runtime_ns, kthread_runtime_ns
+	 * and boost_since_ns); its writers hold the CPU's rq lock, one at a
+	 * time. A reader retries until it reads the same even value before
+	 * and after. */
+	u64 seq;
 };
 
 /*
@@ -240,7 +246,9 @@ struct floor_boost_slot {
 	 * switching thousands of times a second, none making progress).
 	 */
 	u32 policy_back;
-	u32 __pad;
+	/* sequence count: odd while the BPF side updates runtime_ns and
+	 * run_since_ns together (see floor_cpu_stat.seq) */
+	u32 seq;
 };
 
 #endif /* __SCX_FLOOR_INTF_H */

@@ -1291,6 +1291,20 @@ static __always_inline void slice_timer_run(struct task_struct *p, struct slice_
 }
 
 /*
+ * Around an update of st's fields that user space reads together (see
+ * floor_cpu_stat.seq). The atomic adds are full barriers on x86.
+ */
+static __always_inline void stat_write_begin(struct floor_cpu_stat *st)
+{
+	__sync_fetch_and_add(&st->seq, 1);
+}
+
+static __always_inline void stat_write_end(struct floor_cpu_stat *st)
+{
+	__sync_fetch_and_add(&st->seq, 1);
+}
+
+/*
  * The boosted run in progress on sc's CPU, of p, ends: its run time as the
  * kernel charged it (se.sum_exec_runtime since the run began) goes to the
  * CPU's normal and boosted run time and to p's boost slot. blocked: p
@@ -1305,15 +1319,24 @@ static __always_inline void boost_run_end(struct slice_ctx *sc, struct floor_cpu
 
 	sc->boost_started_ns = 0;
 	sc->boost_pid = 0;
+	/*
+	 * Read apart, the open run gone and its time not yet added, the CPU's
+	 * delivered time is short by the whole boosted run (hundreds of ms)
+	 * for a step, and the server boosts again for it.
+	 */
+	stat_write_begin(st);
 	st->boost_since_ns = 0;
 	st->normal_runtime_ns += d;
 	st->boosted_runtime_ns += d;
 	if (p->flags & PF_KTHREAD)
 		st->kthread_runtime_ns += d;
+	stat_write_end(st);
 	slot = boost_slot(sc->boost_slot);
 	if (slot && slot->pid == p->pid) {
+		__sync_fetch_and_add(&slot->seq, 1);
 		slot->runtime_ns += d;
 		slot->run_since_ns = 0;
+		__sync_fetch_and_add(&slot->seq, 1);
 		if (blocked) {
 			slot->blocked = 1;
 			server_kick(sc->boost_slot / FLOOR_SLOTS_PER_CPU);
@@ -1455,9 +1478,15 @@ static __always_inline void run_end(struct task_struct *p, bool runnable)
 	 * it); the slice statistics below use wall-clock time.
 	 */
 	exec = p->se.sum_exec_runtime > sc->exec_start_ns ? p->se.sum_exec_runtime - sc->exec_start_ns : 0;
-	st->normal_runtime_ns += exec;
-	if (p->flags & PF_KTHREAD)
+	if (p->flags & PF_KTHREAD) {
+		/* a kthread's run counts out of the floor: both or neither */
+		stat_write_begin(st);
+		st->normal_runtime_ns += exec;
 		st->kthread_runtime_ns += exec;
+		stat_write_end(st);
+	} else {
+		st->normal_runtime_ns += exec;
+	}
 	st->nr_runs++;
 	st->runlen_hist[hist_bucket(ran) & (FLOOR_HIST_BUCKETS - 1)]++;
 

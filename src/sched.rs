@@ -226,6 +226,30 @@ pub struct HiTask {
     pub policy: u32,
 }
 
+/// Reads a CPU's counters that BPF updates together (`floor_cpu_stat.seq`,
+/// a sequence count: odd while a writer is inside): `read()` until `seq()`
+/// gives the same even value before and after it. A writer holds the CPU's
+/// rq lock for a few stores; under TCG its vCPU can still be descheduled
+/// there by the host, so after [`SEQ_READ_TRIES`] reads the last one is
+/// taken as it is (the server sees it one step, as before the count).
+pub fn read_consistent<T>(seq: impl Fn() -> u64, mut read: impl FnMut() -> T) -> T {
+    let mut tries = 0;
+    loop {
+        let before = seq();
+        std::sync::atomic::fence(Ordering::Acquire);
+        let v = read();
+        std::sync::atomic::fence(Ordering::Acquire);
+        tries += 1;
+        if (before.is_multiple_of(2) && seq() == before) || tries >= SEQ_READ_TRIES {
+            return v;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// Reads [`read_consistent`] makes at most before it takes the last one.
+pub const SEQ_READ_TRIES: usize = 1000;
+
 /// What the policy threads may touch of the loaded BPF program: the per-CPU
 /// counters (read), the waiters map, the boosted_pids map and its count.
 pub struct BpfView {
@@ -276,8 +300,9 @@ impl BpfView {
         let s = unsafe { &*self.stat(cpu) };
         let rd = |p: &u64| unsafe { std::ptr::read_volatile(p) };
         let now_ns = monotonic_ns();
-        (
-            Sample {
+        let sample = read_consistent(
+            || rd(&s.seq),
+            || Sample {
                 now_ns,
                 // Per-CPU kthreads (ksoftirqd, kworkers) are served too, but
                 // their run time does not count against the floor: it is the
@@ -290,6 +315,9 @@ impl BpfView {
                 starved_since_ns: rd(&s.starved_since_ns),
                 starved_ns: rd(&s.starved_ns),
             },
+        );
+        (
+            sample,
             rd(&s.hi_running) != 0,
             HiTask {
                 pid: rd(&s.hi_pid) as u32,
@@ -531,20 +559,27 @@ impl BpfView {
     pub fn slot(&self, slot: usize) -> (u32, u64, bool) {
         let p = self.slot_ptr(slot);
         // SAFETY: volatile reads of the mmapped slot.
-        unsafe {
-            let pid = std::ptr::read_volatile(std::ptr::addr_of!((*p).pid));
-            let mut rt = std::ptr::read_volatile(std::ptr::addr_of!((*p).runtime_ns));
-            let since = std::ptr::read_volatile(std::ptr::addr_of!((*p).run_since_ns));
-            let now = monotonic_ns();
-            if since != 0 && now > since {
-                rt += now - since;
-            }
-            (
-                pid,
-                rt,
-                std::ptr::read_volatile(std::ptr::addr_of!((*p).blocked)) != 0,
-            )
-        }
+        let rd = |f: *const u64| unsafe { std::ptr::read_volatile(f) };
+        let rd32 = |f: *const u32| unsafe { std::ptr::read_volatile(f) };
+        // SAFETY (each addr_of!): p points into the mmapped .bss.
+        let (pid, runtime, since, blocked) = read_consistent(
+            || rd32(unsafe { std::ptr::addr_of!((*p).seq) }) as u64,
+            || unsafe {
+                (
+                    rd32(std::ptr::addr_of!((*p).pid)),
+                    rd(std::ptr::addr_of!((*p).runtime_ns)),
+                    rd(std::ptr::addr_of!((*p).run_since_ns)),
+                    rd32(std::ptr::addr_of!((*p).blocked)),
+                )
+            },
+        );
+        let now = monotonic_ns();
+        let rt = if since != 0 && now > since {
+            runtime + (now - since)
+        } else {
+            runtime
+        };
+        (pid, rt, blocked != 0)
     }
 
     /// Lists `tid` as boosted, its runs counted in `slot` (normal work).
@@ -560,7 +595,7 @@ impl BpfView {
                     pid: tid,
                     blocked: 0,
                     policy_back: 0,
-                    __pad: 0,
+                    seq: 0,
                 },
             );
         }
@@ -598,5 +633,38 @@ impl Drop for Scheduler<'_> {
         if self.link.take().is_some() {
             info!("scx_floor detached");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// A sequence count that gives `vals` in turn (the last one after
+    /// them), and a reader that counts its reads.
+    fn run(vals: &[u64]) -> (u32, usize) {
+        let at = Cell::new(0usize);
+        let seq = || {
+            let i = at.get();
+            at.set(i + 1);
+            vals[i.min(vals.len() - 1)]
+        };
+        let reads = Cell::new(0u32);
+        let v = read_consistent(seq, || {
+            reads.set(reads.get() + 1);
+            reads.get()
+        });
+        (v, at.get())
+    }
+
+    #[test]
+    fn read_consistent_retries_until_even_and_unchanged() {
+        // even and unchanged: the first read
+        assert_eq!(run(&[4]), (1, 2));
+        // odd (a writer inside), then changed under the read, then stable
+        assert_eq!(run(&[3, 4, 6, 6, 6]), (3, 5));
+        // a writer that never leaves: the last of SEQ_READ_TRIES reads
+        assert_eq!(run(&[5]).0, SEQ_READ_TRIES as u32);
     }
 }
