@@ -15,6 +15,15 @@ fail() {
 	if [ -n "${FLOOR_LOG:-}" ] && [ -s "$FLOOR_LOG" ]; then
 		echo "  end of scx_floor's log:" >&2
 		grep -v '^ *[0-9]\+ \|^cpu \|^server:\|per-CPU accounting' "$FLOOR_LOG" | tail -6 | sed 's/^/    /' >&2
+		# the last server table (--stats): what each CPU's server
+		# delivered, boosted and failed in its last period
+		if grep -q '^server:' "$FLOOR_LOG"; then
+			echo "  its last server table:" >&2
+			awk '/^server:/ { n = 0; t[n++] = $0; in_t = 1; next }
+			     in_t && /^ +[0-9]+ / { t[n++] = $0; next } { in_t = 0 }
+			     END { for (i = 0; i < n && i < 9; i++) print t[i] }' "$FLOOR_LOG" |
+				cut -c1-220 | sed 's/^/    /' >&2
+		fi
 		# the kernel's dump at an ejection: each CPU, what ran there, and
 		# its queued tasks with how long they had been runnable
 		if grep -q 'Debug dump' "$FLOOR_LOG"; then
