@@ -585,19 +585,18 @@ impl BpfView {
     /// Lists `tid` as boosted, its runs counted in `slot` (normal work).
     pub fn boosted_add(&self, tid: u32, slot: usize) -> Result<()> {
         let p = self.slot_ptr(slot);
-        // SAFETY: the slot is free (not named in boosted_pids): BPF does not write it.
+        // SAFETY: volatile writes into the mmapped slot. The slot is free
+        // (not named in boosted_pids), but the switch hook may still end a
+        // boosted run of the slot's last task in it (a task restored while
+        // it ran, or exiting): its sequence count is left to BPF (a write
+        // of 0 between its two increments would leave it odd), and this
+        // planner, the slot's only reader, sees the fields torn at worst.
         unsafe {
-            std::ptr::write_volatile(
-                p,
-                BoostSlot {
-                    runtime_ns: 0,
-                    run_since_ns: 0,
-                    pid: tid,
-                    blocked: 0,
-                    policy_back: 0,
-                    seq: 0,
-                },
-            );
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*p).pid), tid);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*p).runtime_ns), 0);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*p).run_since_ns), 0);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*p).blocked), 0);
+            std::ptr::write_volatile(std::ptr::addr_of_mut!((*p).policy_back), 0);
         }
         self.boosted
             .update(
