@@ -1181,7 +1181,6 @@ impl<'v> Planner<'v> {
         std::str::from_utf8(&buf[..n]).ok()?.trim().parse().ok()
     }
 
-    /// Whether any task boosted here can still run (memory reads only).
     /// How often to look whether a boosted task blocked, while boosts are
     /// in place and the BPF side's wake-up for it may not come (ns; None:
     /// it comes). The switch hook marks the slot blocked at once, on the
@@ -1202,6 +1201,7 @@ impl<'v> Planner<'v> {
         .then_some(BLOCK_POLL_NS)
     }
 
+    /// Whether any task boosted here can still run (memory reads only).
     fn any_boost_runnable(&self) -> bool {
         self.boosted.iter().any(|(pid, (_, slot))| {
             let (spid, _, blocked) = self.view.slot(*slot);

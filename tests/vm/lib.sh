@@ -22,7 +22,7 @@ fail() {
 			awk '/^server:/ { n = 0; t[n++] = $0; in_t = 1; next }
 			     in_t && /^ +[0-9]+ / { t[n++] = $0; next } { in_t = 0 }
 			     END { for (i = 0; i < n && i < 9; i++) print t[i] }' "$FLOOR_LOG" |
-				cut -c1-220 | sed 's/^/    /' >&2
+				cut -c1-320 | sed 's/^/    /' >&2
 		fi
 		# the kernel's dump at an ejection: each CPU, what ran there, and
 		# its queued tasks with how long they had been runnable
