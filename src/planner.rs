@@ -114,8 +114,7 @@ fn sleep_deadline(next: u64, now: u64, on_served_cpu: bool) -> u64 {
 /// and `hi` is a SCHED_DEADLINE task or an RT task at that priority or
 /// above, which the thread does not preempt.
 fn wake_held_up(irq_work_threaded: bool, hi: HiTask) -> bool {
-    let rt = hi.policy == attr::SCHED_FIFO || hi.policy == attr::SCHED_RR;
-    irq_work_threaded && (hi.policy == attr::SCHED_DEADLINE || (rt && hi.prio >= boost::RAISE_PRIO))
+    irq_work_threaded && crate::reach::at_or_above(hi.policy, hi.prio, boost::RAISE_PRIO)
 }
 
 /// Whether the calling thread runs on `cpu` now (`sched_getcpu()`).
@@ -1332,11 +1331,7 @@ impl<'v> Planner<'v> {
             server: CpuServer::idle(server_cfg, &s),
             counts: BoostCounts::default(),
             hi_prio: 0,
-            hi_last: HiTask {
-                pid: 0,
-                prio: 0,
-                policy: 0,
-            },
+            hi_last: HiTask::default(),
             irq_work_threaded: p.cfg.irq_work_threaded,
             journal: Journal::open(&journal_path(&p.cfg.state_dir))?,
             boosted: HashMap::with_capacity(2 * MAX_BOOSTED),

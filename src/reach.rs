@@ -59,8 +59,7 @@ impl Reach {
 /// docs/design.md, Decisions: "SCHED_FIFO boosts wherever they reach;
 /// SCHED_DEADLINE only above them").
 pub fn reach(policy: u32, prio: u32, deadline_ok: bool, ext_server: bool) -> Reach {
-    let rt = policy == SCHED_FIFO || policy == SCHED_RR;
-    if (rt && prio < MAX_BOOST_PRIO) || (!rt && policy != SCHED_DEADLINE) {
+    if !at_or_above(policy, prio, MAX_BOOST_PRIO) {
         // (not a higher class at all: the dispatcher serves the CPU)
         Reach::Fifo
     } else if deadline_ok {
@@ -70,6 +69,14 @@ pub fn reach(policy: u32, prio: u32, deadline_ok: bool, ext_server: bool) -> Rea
     } else {
         Reach::None
     }
+}
+
+/// Whether a task of `policy` at RT priority `prio` is not preempted by a
+/// SCHED_FIFO thread at `rt_prio`: a SCHED_DEADLINE task, or a SCHED_FIFO
+/// or SCHED_RR one at `rt_prio` or above (equal priority does not preempt).
+pub fn at_or_above(policy: u32, prio: u32, rt_prio: u32) -> bool {
+    let rt = policy == SCHED_FIFO || policy == SCHED_RR;
+    policy == SCHED_DEADLINE || (rt && prio >= rt_prio)
 }
 
 /// The setting that would let scx_floor's own server take a CPU from a hog
