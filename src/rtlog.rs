@@ -5,7 +5,8 @@
 //! A line logged by a thread that serves ([`crate::rtalloc::serving`]) is
 //! formatted into a fixed buffer on that thread's stack and put in a
 //! bounded lock-free queue; the main thread writes the queued lines at its
-//! next tick ([`drain`]; at most 250 ms later, 10 ms in latency mode). So a
+//! next tick ([`drain`]; at most 1 s later while nothing starves or is
+//! boosted, 250 ms while something is, 10 ms in latency mode). So a
 //! real-time thread that logs neither allocates (a terminal line costs
 //! simplelog about a thousand allocations) nor takes the stderr lock, which
 //! a normal-policy thread may hold while an RT task has preempted it. A
