@@ -477,8 +477,46 @@ static __always_inline bool policy_back_first(const struct task_struct *p)
 	return !__sync_lock_test_and_set(&slot->policy_back, 1);
 }
 
-/* Wakes CPU cpu's server thread (see server_wake). */
-static __always_inline void server_kick(u32 cpu)
+/*
+ * A ring buffer's wake-up is an irq_work queued on the CPU that writes the
+ * record. PREEMPT_RT runs it in that CPU's irq_work/N thread (not in hard
+ * IRQ context), and a SCHED_DEADLINE task, or an RT task at that thread's
+ * priority or above, keeps it from running: a wake-up written under such a
+ * task waits until the task leaves the CPU. irq_work_threaded and
+ * irq_work_prio (the lowest RT priority of the irq_work/N threads, 0 for
+ * one that is not RT) are set by user space before attach.
+ */
+bool irq_work_threaded;
+u32 irq_work_prio;
+
+/*
+ * The CPUs a held-up wake-up may be handed to (relay_ok[cpu] = 1): those
+ * not isolated with nohz_full, set by user space before attach.
+ */
+u8 relay_ok[FLOOR_MAX_CPUS];
+
+/* Server wake-ups handed on (relay_pending[cpu]: one waits), and any at all. */
+static u32 relay_pending[FLOOR_MAX_CPUS];
+static u32 relay_any;
+/* Wake-ups handed on, and those written by another CPU for them. */
+u64 nr_relayed;
+u64 nr_relay_sent;
+
+/* Whether p, running on this CPU, keeps its irq_work/N thread from running. */
+static __always_inline bool holds_irq_work(const struct task_struct *p)
+{
+	u32 policy;
+
+	if (!irq_work_threaded || !p)
+		return false;
+	policy = p->policy;
+	if (policy == SCHED_DEADLINE)
+		return true;
+	return (policy == SCHED_FIFO || policy == SCHED_RR) && p->rt_priority >= irq_work_prio;
+}
+
+/* Writes the record that wakes CPU cpu's server thread (see server_wake). */
+static __always_inline void server_wake_up(u32 cpu)
 {
 	void *rb = bpf_map_lookup_elem(&server_wake, &cpu);
 
@@ -487,16 +525,72 @@ static __always_inline void server_kick(u32 cpu)
 }
 
 /*
+ * Wakes CPU cpu's server thread. ahead is the task this CPU runs once the
+ * calling kernel path is done (the switch's next, or the current task).
+ * When it holds this CPU's irq_work/N back, the wake-up is handed to
+ * another CPU instead: an idle one allowed by relay_ok is kicked (the
+ * kick's irq_work runs in hard IRQ context on every kernel), and its
+ * ops.dispatch() writes the record there; a busy one does it at its next
+ * ops.dispatch() or ops.tick(). Written here, the record's irq_work would
+ * stay pending on this CPU, and a pending irq_work is not queued again
+ * from any CPU: every later wake-up of that server would wait too.
+ */
+static __always_inline void server_kick(u32 cpu, const struct task_struct *ahead)
+{
+	s32 me = bpf_get_smp_processor_id();
+	u32 i, n = scx_bpf_nr_cpu_ids();
+
+	if (!holds_irq_work(ahead)) {
+		server_wake_up(cpu);
+		return;
+	}
+	/* cpu < nr_cpu_ids <= FLOOR_MAX_CPUS (floor_init()) */
+	__sync_lock_test_and_set(&relay_pending[cpu & (FLOOR_MAX_CPUS - 1)], 1);
+	__sync_lock_test_and_set(&relay_any, 1);
+	__sync_fetch_and_add(&nr_relayed, 1);
+	bpf_for(i, 0, n) {
+		if (i == me || i >= FLOOR_MAX_CPUS || !relay_ok[i & (FLOOR_MAX_CPUS - 1)])
+			continue;
+		if (scx_bpf_test_and_clear_cpu_idle(i)) {
+			scx_bpf_kick_cpu(i, SCX_KICK_IDLE);
+			break;
+		}
+	}
+}
+
+/*
+ * Writes the server wake-ups another CPU handed on (server_kick()), on a
+ * CPU that runs sched_ext work now: its irq_work/N thread is not held.
+ */
+static __always_inline void relay_run(void)
+{
+	u32 i, n = scx_bpf_nr_cpu_ids();
+
+	if (!relay_any || !__sync_lock_test_and_set(&relay_any, 0))
+		return;
+	bpf_for(i, 0, n) {
+		if (i >= FLOOR_MAX_CPUS)
+			break;
+		if (relay_pending[i & (FLOOR_MAX_CPUS - 1)] &&
+		    __sync_lock_test_and_set(&relay_pending[i & (FLOOR_MAX_CPUS - 1)], 0)) {
+			server_wake_up(i);
+			__sync_fetch_and_add(&nr_relay_sent, 1);
+		}
+	}
+}
+
+/*
  * Open the CPU's starvation interval unless one is open already, and wake
  * its server thread if it asked for it (an idle server starts serving at
  * this moment).
  */
-static __always_inline void starve_open(struct floor_cpu_stat *st, s32 cpu, u64 now)
+static __always_inline void starve_open(struct floor_cpu_stat *st, s32 cpu, u64 now,
+					const struct task_struct *ahead)
 {
 	if (__sync_val_compare_and_swap(&st->starved_since_ns, 0, now) == 0) {
 		__sync_fetch_and_add(&st->nr_hi_preempt, 1);
 		if (st->kick_on_starve && __sync_lock_test_and_set(&st->kick_on_starve, 0))
-			server_kick(cpu);
+			server_kick(cpu, ahead);
 	}
 }
 
@@ -922,7 +1016,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		if (preempted && !direct)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		if (st && st->hi_running)
-			starve_open(st, cpu, bpf_ktime_get_ns());
+			starve_open(st, cpu, bpf_ktime_get_ns(), bpf_get_current_task_btf());
 		/*
 		 * A waking task that preempts ends the run at once: the run's
 		 * slice then has nothing to end.
@@ -968,7 +1062,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		if ((enq_flags & SCX_ENQ_REENQ) && st)
 			__sync_fetch_and_add(&st->nr_hi_migrated, 1);
 		if (st && st->hi_running && all_allowed_held(p))
-			starve_open(st, cpu, bpf_ktime_get_ns());
+			starve_open(st, cpu, bpf_ktime_get_ns(), bpf_get_current_task_btf());
 	}
 	if (!picked)
 		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
@@ -1308,10 +1402,12 @@ static __always_inline void stat_write_end(struct floor_cpu_stat *st)
  * The boosted run in progress on sc's CPU, of p, ends: its run time as the
  * kernel charged it (se.sum_exec_runtime since the run began) goes to the
  * CPU's normal and boosted run time and to p's boost slot. blocked: p
- * blocked, and its server is woken to hand its share on.
+ * blocked, and its server is woken to hand its share on (ahead: the task
+ * the CPU runs next, see server_kick()).
  */
 static __always_inline void boost_run_end(struct slice_ctx *sc, struct floor_cpu_stat *st,
-					  struct task_struct *p, bool blocked)
+					  struct task_struct *p, bool blocked,
+					  const struct task_struct *ahead)
 {
 	struct floor_boost_slot *slot;
 	u64 d = p->se.sum_exec_runtime > sc->boost_exec_start_ns ?
@@ -1339,7 +1435,7 @@ static __always_inline void boost_run_end(struct slice_ctx *sc, struct floor_cpu
 		__sync_fetch_and_add(&slot->seq, 1);
 		if (blocked) {
 			slot->blocked = 1;
-			server_kick(sc->boost_slot / FLOOR_SLOTS_PER_CPU);
+			server_kick(sc->boost_slot / FLOOR_SLOTS_PER_CPU, ahead);
 		}
 	}
 }
@@ -1401,7 +1497,7 @@ static __always_inline void run_begin(struct task_struct *p)
 	 * "A boost restored while its task runs").
 	 */
 	if (st && sc->boost_started_ns && sc->boost_pid == p->pid)
-		boost_run_end(sc, st, p, false);
+		boost_run_end(sc, st, p, false, p);
 	sc->started_ns = bpf_ktime_get_ns();
 	if (r) {
 		r->vtime = p->scx.dsq_vtime;
@@ -1560,6 +1656,7 @@ void BPF_STRUCT_OPS(floor_tick, struct task_struct *p)
 	struct slice_ctx *sc;
 	u64 now, j;
 
+	relay_run();
 	if (slice_end != FLOOR_SLICE_END_BPF_TIMER)
 		return;
 	sc = slice_ctx(cpu);
@@ -1769,6 +1866,7 @@ void BPF_STRUCT_OPS(floor_dispatch, s32 cpu, struct task_struct *prev)
 	struct task_struct *own, *shared;
 	bool own_first;
 
+	relay_run();
 	if (percpu_dsq && spread_drain_on && nr_drain)
 		spread_drain();
 	if (starve_guard(cpu))
@@ -1844,7 +1942,7 @@ void BPF_STRUCT_OPS(floor_cpu_online, s32 cpu)
 		cpu_hp_state[cpu & (FLOOR_MAX_CPUS - 1)] = FLOOR_CPU_CAME_UP;
 	__sync_fetch_and_add(&nr_cpu_hotplug, 1);
 	__sync_fetch_and_add(&nr_online, 1);
-	server_kick(cpu);
+	server_kick(cpu, bpf_get_current_task_btf());
 }
 
 void BPF_STRUCT_OPS(floor_cpu_offline, s32 cpu)
@@ -1871,7 +1969,7 @@ void BPF_STRUCT_OPS(floor_cpu_offline, s32 cpu)
 	/* An offline CPU does not dispatch: its DSQ's tasks that may run elsewhere move. */
 	if (percpu_dsq)
 		drain_request(cpu, DRAIN_OFFLINE);
-	server_kick(cpu);
+	server_kick(cpu, bpf_get_current_task_btf());
 }
 
 /*
@@ -1901,7 +1999,7 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 
 	/* The boosted run of prev ends. */
 	if (sc->boost_started_ns)
-		boost_run_end(sc, st, prev, prev_state != TASK_RUNNING);
+		boost_run_end(sc, st, prev, prev_state != TASK_RUNNING, next);
 	/*
 	 * Boosted tasks run at SCHED_DEADLINE or SCHED_FIFO: look up only those.
 	 * scx_floor's own server threads (FIFO 99, microseconds at a time) do
@@ -1965,7 +2063,7 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 	prev_waits = prev->pid && prev_state == TASK_RUNNING && !is_higher_class(prev);
 	if (prev_waits || scx_bpf_dsq_nr_queued(cpu) > 0 ||
 	    scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL_ON | cpu) > 0)
-		starve_open(st, cpu, now);
+		starve_open(st, cpu, now, next);
 	/*
 	 * The local DSQ is stuck behind the higher class: hand its tasks back
 	 * to floor_enqueue() (SCX_ENQ_REENQ), which moves those allowed on

@@ -678,13 +678,23 @@ pub fn raised_kthread(comm: &str) -> Option<(usize, usize)> {
         })
 }
 
-/// Whether the kernel runs lazy irq_work in per-CPU `irq_work/N` threads
-/// (PREEMPT_RT: `kernel/irq_work.c` queues work without `IRQ_WORK_HARD_IRQ`
-/// to them). A BPF ring buffer's wake-up is such work: from a CPU where an
-/// RT task at or above `irq_work/N`'s priority runs (SCHED_FIFO
-/// [`RAISE_PRIO`] while scx_floor runs) it waits until that task leaves.
-pub fn irq_work_threaded() -> bool {
-    raised_kthreads().iter().any(|&(kind, _, _)| kind == 0)
+/// The lowest RT priority of the kernel's per-CPU `irq_work/N` threads now
+/// (0 for one that is not SCHED_FIFO or SCHED_RR, or whose attributes
+/// cannot be read), or None when there are none. PREEMPT_RT runs irq_work
+/// queued without `IRQ_WORK_HARD_IRQ` in them (`kernel/irq_work.c`), and a
+/// BPF ring buffer's wake-up is such work: written on a CPU where a
+/// SCHED_DEADLINE task, or an RT task at this priority or above, runs, it
+/// waits until that task leaves ([`crate::reach::at_or_above`]). Read after
+/// [`KthreadRaise::apply`]: [`RAISE_PRIO`] unless a raise failed.
+pub fn irq_work_prio() -> Option<u32> {
+    raised_kthreads()
+        .iter()
+        .filter(|&&(kind, _, _)| kind == 0)
+        .map(|&(_, _, tid)| match get_attr(tid) {
+            Ok(a) if a.sched_policy == SCHED_FIFO || a.sched_policy == SCHED_RR => a.sched_priority,
+            _ => 0,
+        })
+        .min()
 }
 
 /// The kernel flags (field 9) of a /proc/PID/stat line.

@@ -60,10 +60,11 @@ pub struct PolicyConfig {
     /// kernel threads raised while scx_floor runs ([`crate::boost::KthreadRaise`]):
     /// their runs are not a higher class taking the CPU
     pub raised_tids: Vec<u32>,
-    /// the kernel runs lazy irq_work in per-CPU `irq_work/N` threads
-    /// (PREEMPT_RT; [`crate::boost::irq_work_threaded`]): the BPF side's
-    /// ring-buffer wake-ups from a CPU wait for that thread to run there
-    pub irq_work_threaded: bool,
+    /// the lowest RT priority of the kernel's `irq_work/N` threads, which
+    /// run the BPF side's ring-buffer wake-ups (PREEMPT_RT;
+    /// [`crate::boost::irq_work_prio`]); None: irq_work runs in hard IRQ
+    /// context and no task holds those wake-ups back
+    pub irq_work_prio: Option<u32>,
     /// the guardian's count of its restores while scx_floor lives
     /// ([`crate::guard::Guardian::restores`]): when it moves, the knobs are
     /// set again

@@ -404,6 +404,8 @@ fn sched_config(opts: &Opts, slice: &slice::SliceMode) -> sched::SchedConfig {
         },
         exit_dump_len: opts.exit_dump_len,
         verbose: opts.verbose,
+        // read after the kernel threads' raise (run())
+        irq_work_prio: None,
     }
 }
 
@@ -432,7 +434,7 @@ fn policy_config(
         agent_pids: vec![guardian.pid],
         slice_threads: false,
         raised_tids: Vec::new(),
-        irq_work_threaded: boost::irq_work_threaded(),
+        irq_work_prio: None,
         guardian_restores: Some(guardian.restores),
     }
 }
@@ -544,7 +546,7 @@ fn run(opts: Opts) -> Result<()> {
     })
     .context("installing the SIGINT/SIGTERM handler")?;
 
-    let cfg = sched_config(&opts, &pre.1);
+    let mut cfg = sched_config(&opts, &pre.1);
     let mut pcfg = policy_config(&opts, pre, state_dir, &guardian);
     if pcfg.server.is_some() {
         if let Err(e) = sys::lock_memory() {
@@ -555,6 +557,8 @@ fn run(opts: Opts) -> Result<()> {
     // detached (declared first: dropped last, on every path).
     let raise = boost::KthreadRaise::apply(boost::Journal::open(&state::journal_path(state_dir))?);
     pcfg.raised_tids = raise.tids();
+    pcfg.irq_work_prio = boost::irq_work_prio();
+    cfg.irq_work_prio = pcfg.irq_work_prio;
     if !pcfg.raised_tids.is_empty() {
         info!(
             "the {} irq_work/N, rcuc/N, ktimers/N and rcub/N kernel thread(s) run at \

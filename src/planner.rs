@@ -109,12 +109,14 @@ fn sleep_deadline(next: u64, now: u64, on_served_cpu: bool) -> u64 {
 }
 
 /// Whether a BPF ring-buffer wake-up from a CPU that `hi` holds may wait
-/// until `hi` leaves: irq_work runs in `irq_work/N` threads
-/// (`irq_work_threaded`, PREEMPT_RT) at SCHED_FIFO [`boost::RAISE_PRIO`],
+/// until `hi` leaves: irq_work runs in `irq_work/N` threads (PREEMPT_RT)
+/// whose lowest RT priority is `irq_work_prio` (None: no such threads),
 /// and `hi` is a SCHED_DEADLINE task or an RT task at that priority or
-/// above, which the thread does not preempt.
-fn wake_held_up(irq_work_threaded: bool, hi: HiTask) -> bool {
-    irq_work_threaded && crate::reach::at_or_above(hi.policy, hi.prio, boost::RAISE_PRIO)
+/// above, which the thread does not preempt. The BPF side hands such a
+/// wake-up to another CPU (`server_kick()`), which needs one that runs
+/// sched_ext work or is idle.
+fn wake_held_up(irq_work_prio: Option<u32>, hi: HiTask) -> bool {
+    irq_work_prio.is_some_and(|p| crate::reach::at_or_above(hi.policy, hi.prio, p))
 }
 
 /// Whether the calling thread runs on `cpu` now (`sched_getcpu()`).
@@ -423,7 +425,7 @@ struct Planner<'v> {
     hi_last: HiTask,
     /// lazy irq_work runs in `irq_work/N` threads (PREEMPT_RT): see
     /// [`Planner::block_poll_ns`]
-    irq_work_threaded: bool,
+    irq_work_prio: Option<u32>,
     journal: Journal,
     /// boosted tid -> (its journal entry, its BPF slot)
     boosted: HashMap<u32, (Entry, usize)>,
@@ -1194,7 +1196,7 @@ impl<'v> Planner<'v> {
     /// and the CPU's normal task got 18-19 of its 50 ms in that period
     /// (`t_fifo99`, kernel-cut mode, 7.3.4-rt).
     fn block_poll_ns(&self) -> Option<u64> {
-        (wake_held_up(self.irq_work_threaded, self.hi_last)
+        (wake_held_up(self.irq_work_prio, self.hi_last)
             && self.server.started()
             && !self.boosted.is_empty())
         .then_some(BLOCK_POLL_NS)
@@ -1332,7 +1334,7 @@ impl<'v> Planner<'v> {
             counts: BoostCounts::default(),
             hi_prio: 0,
             hi_last: HiTask::default(),
-            irq_work_threaded: p.cfg.irq_work_threaded,
+            irq_work_prio: p.cfg.irq_work_prio,
             journal: Journal::open(&journal_path(&p.cfg.state_dir))?,
             boosted: HashMap::with_capacity(2 * MAX_BOOSTED),
             free_slots: (0..MAX_BOOSTED)
@@ -1617,18 +1619,25 @@ mod tests {
             prio,
             policy,
         };
-        let top = boost::RAISE_PRIO;
-        assert!(wake_held_up(true, hi(attr::SCHED_FIFO, top)));
-        assert!(wake_held_up(true, hi(attr::SCHED_RR, top)));
-        assert!(wake_held_up(true, hi(attr::SCHED_DEADLINE, 0)));
+        let top = Some(boost::RAISE_PRIO);
+        assert!(wake_held_up(top, hi(attr::SCHED_FIFO, boost::RAISE_PRIO)));
+        assert!(wake_held_up(top, hi(attr::SCHED_RR, boost::RAISE_PRIO)));
+        assert!(wake_held_up(top, hi(attr::SCHED_DEADLINE, 0)));
         // irq_work/N preempts anything below it
-        assert!(!wake_held_up(true, hi(attr::SCHED_FIFO, top - 1)));
-        assert!(!wake_held_up(true, hi(attr::SCHED_RR, 25)));
+        assert!(!wake_held_up(
+            top,
+            hi(attr::SCHED_FIFO, boost::RAISE_PRIO - 1)
+        ));
+        assert!(!wake_held_up(top, hi(attr::SCHED_RR, 25)));
         // a normal task (the CPU's last higher class was never seen)
-        assert!(!wake_held_up(true, hi(0, 0)));
+        assert!(!wake_held_up(top, hi(0, 0)));
+        // a raise that failed leaves irq_work/N lower: any RT task above holds it
+        assert!(wake_held_up(Some(1), hi(attr::SCHED_RR, 25)));
+        assert!(wake_held_up(Some(0), hi(attr::SCHED_FIFO, 1)));
+        assert!(!wake_held_up(Some(0), hi(0, 0)));
         // irq_work from the interrupt itself: nothing holds it up
-        assert!(!wake_held_up(false, hi(attr::SCHED_FIFO, top)));
-        assert!(!wake_held_up(false, hi(attr::SCHED_DEADLINE, 0)));
+        assert!(!wake_held_up(None, hi(attr::SCHED_FIFO, boost::RAISE_PRIO)));
+        assert!(!wake_held_up(None, hi(attr::SCHED_DEADLINE, 0)));
     }
 
     #[test]

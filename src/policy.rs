@@ -677,6 +677,13 @@ fn run_servers(
             write_json(p, snapshot(view), cfg, &reports);
         }
         log_slicers(&slicer_counts);
+        let (relayed, written) = view.relayed_wakeups();
+        if relayed > 0 {
+            info!(
+                "{relayed} server wake-up(s) written where irq_work/N could not run were handed \
+                 to another CPU; {written} written there"
+            );
+        }
         info!("{}", rt_allocations_line());
         match failed {
             Some(Ok(Err(e))) => Err(e.context("a server thread stopped")),

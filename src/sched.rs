@@ -48,6 +48,12 @@ pub struct SchedConfig {
     pub exit_dump_len: u32,
     /// libbpf debug output
     pub verbose: bool,
+    /// the lowest RT priority of the `irq_work/N` threads (PREEMPT_RT;
+    /// [`crate::boost::irq_work_prio`]); None: irq_work runs in hard IRQ
+    /// context. With Some, a server wake-up the BPF side writes on a CPU
+    /// whose task holds `irq_work/N` back is handed to another CPU
+    /// (`server_kick()`, bpf/main.bpf.c)
+    pub irq_work_prio: Option<u32>,
 }
 
 /// Raises the calling thread to SCHED_FIFO 99, then pins it to `cpus`. In
@@ -167,11 +173,15 @@ impl<'a> Scheduler<'a> {
         // The policy loop runs on this (the main) thread: its runs are not load samples.
         // SAFETY: plain syscall.
         let tid = unsafe { libc::gettid() } as u32;
-        skel.maps
-            .bss_data
-            .as_mut()
-            .context("bss not mapped")?
-            .policy_tid = tid;
+        let bss = skel.maps.bss_data.as_mut().context("bss not mapped")?;
+        bss.policy_tid = tid;
+        bss.irq_work_threaded = cfg.irq_work_prio.is_some();
+        bss.irq_work_prio = cfg.irq_work_prio.unwrap_or(0);
+        // held-up wake-ups go to CPUs that are not isolated
+        let nohz_full = crate::sys::nohz_full_cpus();
+        for (cpu, ok) in bss.relay_ok.iter_mut().enumerate().take(nr_cpu_ids) {
+            *ok = u8::from(!nohz_full.contains(&cpu));
+        }
         let link = scx_ops_attach!(skel, floor_ops)?;
         info!(
             "scx_floor {} attached: slice {} us, {} ({} CPUs)",
@@ -427,6 +437,20 @@ impl BpfView {
     pub fn nr_runnable(&self, cpu: usize) -> u64 {
         // SAFETY: see stat().
         unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*self.stat(cpu)).nr_runnable)) }
+    }
+
+    /// Server wake-ups the BPF side handed to another CPU because the task
+    /// on the writing CPU held its `irq_work/N` back, and those another CPU
+    /// then wrote (`server_kick()`, `relay_run()` in bpf/main.bpf.c):
+    /// (handed on, written).
+    pub fn relayed_wakeups(&self) -> (u64, u64) {
+        // SAFETY: u64s in the mmapped .bss, written by the BPF side only.
+        unsafe {
+            (
+                std::ptr::read_volatile(std::ptr::addr_of!((*self.bss).nr_relayed)),
+                std::ptr::read_volatile(std::ptr::addr_of!((*self.bss).nr_relay_sent)),
+            )
+        }
     }
 
     /// Sets the slice (ns) of runs starting on `cpu` from now on; 0 returns
