@@ -202,9 +202,10 @@ struct floor_cpu_stat {
 	u64 overshoot_hist[FLOOR_HIST_BUCKETS];
 	/* sequence count: odd while a writer updates fields user space reads
 	 * together (normal_runtime_ns, boosted_runtime_ns, kthread_runtime_ns
-	 * and boost_since_ns); its writers hold the CPU's rq lock, one at a
-	 * time. A reader retries until it reads the same even value before
-	 * and after. */
+	 * and boost_since_ns; starved_since_ns and starved_ns as an interval
+	 * closes); its writers hold the CPU's rq lock, one at a time, except
+	 * ops.cpu_offline()'s close of the interval. A reader retries until it
+	 * reads the same even value before and after. */
 	u64 seq;
 };
 
@@ -246,8 +247,8 @@ struct floor_boost_slot {
 	 * switching thousands of times a second, none making progress).
 	 */
 	u32 policy_back;
-	/* sequence count: odd while the BPF side updates runtime_ns and
-	 * run_since_ns together (see floor_cpu_stat.seq) */
+	/* sequence count: odd while the BPF side updates runtime_ns,
+	 * run_since_ns and blocked together (see floor_cpu_stat.seq) */
 	u32 seq;
 };
 

@@ -594,12 +594,32 @@ static __always_inline void starve_open(struct floor_cpu_stat *st, s32 cpu, u64 
 	}
 }
 
+/*
+ * Around an update of st's fields that user space reads together (see
+ * floor_cpu_stat.seq). The atomic adds are full barriers on x86.
+ */
+static __always_inline void stat_write_begin(struct floor_cpu_stat *st)
+{
+	__sync_fetch_and_add(&st->seq, 1);
+}
+
+static __always_inline void stat_write_end(struct floor_cpu_stat *st)
+{
+	__sync_fetch_and_add(&st->seq, 1);
+}
+
 static __always_inline void starve_close(struct floor_cpu_stat *st, u64 now)
 {
-	u64 since = __sync_lock_test_and_set(&st->starved_since_ns, 0);
+	u64 since;
 
+	if (!st->starved_since_ns)
+		return;
+	/* a read between the two stores would miss the interval */
+	stat_write_begin(st);
+	since = __sync_lock_test_and_set(&st->starved_since_ns, 0);
 	if (since && now > since)
 		__sync_fetch_and_add(&st->starved_ns, now - since);
+	stat_write_end(st);
 }
 
 /*
@@ -1385,20 +1405,6 @@ static __always_inline void slice_timer_run(struct task_struct *p, struct slice_
 }
 
 /*
- * Around an update of st's fields that user space reads together (see
- * floor_cpu_stat.seq). The atomic adds are full barriers on x86.
- */
-static __always_inline void stat_write_begin(struct floor_cpu_stat *st)
-{
-	__sync_fetch_and_add(&st->seq, 1);
-}
-
-static __always_inline void stat_write_end(struct floor_cpu_stat *st)
-{
-	__sync_fetch_and_add(&st->seq, 1);
-}
-
-/*
  * The boosted run in progress on sc's CPU, of p, ends: its run time as the
  * kernel charged it (se.sum_exec_runtime since the run began) goes to the
  * CPU's normal and boosted run time and to p's boost slot. blocked: p
@@ -1432,11 +1438,11 @@ static __always_inline void boost_run_end(struct slice_ctx *sc, struct floor_cpu
 		__sync_fetch_and_add(&slot->seq, 1);
 		slot->runtime_ns += d;
 		slot->run_since_ns = 0;
-		__sync_fetch_and_add(&slot->seq, 1);
-		if (blocked) {
+		if (blocked)
 			slot->blocked = 1;
+		__sync_fetch_and_add(&slot->seq, 1);
+		if (blocked)
 			server_kick(sc->boost_slot / FLOOR_SLOTS_PER_CPU, ahead);
-		}
 	}
 }
 
@@ -2017,8 +2023,10 @@ int BPF_PROG(floor_sched_switch, bool preempt, struct task_struct *prev,
 		st->boost_since_ns = now;
 		slot = boost_slot(*slot_idx);
 		if (slot && slot->pid == next_pid) {
+			__sync_fetch_and_add(&slot->seq, 1);
 			slot->run_since_ns = now;
 			slot->blocked = 0;
+			__sync_fetch_and_add(&slot->seq, 1);
 			slot->policy_back = 0;
 		}
 		next_hi = false;
