@@ -505,14 +505,9 @@ u64 nr_relay_sent;
 /* Whether p, running on this CPU, keeps its irq_work/N thread from running. */
 static __always_inline bool holds_irq_work(const struct task_struct *p)
 {
-	u32 policy;
-
-	if (!irq_work_threaded || !p)
+	if (!irq_work_threaded || !p || !is_higher_class(p))
 		return false;
-	policy = p->policy;
-	if (policy == SCHED_DEADLINE)
-		return true;
-	return (policy == SCHED_FIFO || policy == SCHED_RR) && p->rt_priority >= irq_work_prio;
+	return p->policy == SCHED_DEADLINE || p->rt_priority >= irq_work_prio;
 }
 
 /* Writes the record that wakes CPU cpu's server thread (see server_wake). */
