@@ -423,8 +423,8 @@ struct Planner<'v> {
     hi_prio: u32,
     /// the CPU's last higher-class task, as the last step sampled it
     hi_last: HiTask,
-    /// lazy irq_work runs in `irq_work/N` threads (PREEMPT_RT): see
-    /// [`Planner::block_poll_ns`]
+    /// the lowest RT priority of the `irq_work/N` threads (PREEMPT_RT;
+    /// None: irq_work runs in hard IRQ context): see [`Planner::block_poll_ns`]
     irq_work_prio: Option<u32>,
     journal: Journal,
     /// boosted tid -> (its journal entry, its BPF slot)

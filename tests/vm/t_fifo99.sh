@@ -103,7 +103,7 @@ goal "first service <= 1000 ms:" "$first" le "${first/inf/99999}" 1000
 [ "$first" != inf ] && le "$first" 2000 || fail "FIFO 99 task woken from its own sleep: first service after $first ms (> 2 periods)"
 assert_not_ejected "$seq0" "FIFO 99 task woken from its own sleep"
 stop_floor || fail "scx_floor exit code $?"
-if cat /proc/[0-9]*/comm 2>/dev/null | grep -q '^irq_work/'; then
+if pgrep -x 'irq_work/[0-9]+' >/dev/null; then
 	grep -h "server wake-up(s) written where irq_work/N could not run" "$FLOOR_LOG" | cut -c1-160 | sed 's/^/    /'
 	grep -q "[1-9][0-9]* server wake-up(s) written where irq_work/N could not run were handed to another CPU; [1-9][0-9]* written there" "$FLOOR_LOG" ||
 		fail "PREEMPT_RT: no server wake-up was handed to another CPU"
