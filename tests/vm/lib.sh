@@ -129,9 +129,35 @@ start_floor() {
 # boosting then lends it rcub/N's priority and takes it out of sched_ext,
 # and behind a pinned SCHED_FIFO 99 hog with default sysctls nothing can run
 # it (docs/realtime.md, "rcub/N"): RCU stalled and the kernel ejected
-# scx_floor in t_fifo99, clean-clone CI at 95423d1, RT boot.
+# scx_floor in t_fifo99, clean-clone CI at 95423d1, RT boot. The workers
+# udevd forked for them are still there, and exit 3 s later: udev_idle.
 settle_uevents() {
 	udevadm settle -t 5 2>/dev/null || true
+}
+
+# udev_idle: settle_uevents, then wait (at most 8 s) until systemd-udevd has
+# no worker process left. Call before starting a SCHED_FIFO 99 hog. udevd
+# stops its idle workers 3 s after its queue empties (on_post() and
+# on_kill_workers_event() in systemd's udevd.c), and a worker's exit frees
+# its memory inside RCU read-side sections (memcg statistics): a FIFO 99 hog
+# started then may preempt the worker in one, and nothing can run it behind
+# the hog at equal priority once RCU boosting has lent it rcub/N's
+# (docs/realtime.md, "rcub/N"). In the VM the worker of scx_floor's load
+# exits 3.0-4.0 s after the load (7.3.4-rt); t_fifo99's hog started 3-4 s
+# after the load and stalled RCU so that the kernel ejected scx_floor (the
+# blocked reader a (udev-worker) in __mod_memcg_lruvec_state(), clean-clone
+# CI at 0771aac). Fails if a worker is left.
+udev_idle() {
+	settle_uevents
+	wait_for 8 no_udev_worker >/dev/null ||
+		fail "udev workers still running 8 s after udev settled: $(pgrep -x '\(udev-worker\)' | tr '\n' ' ')"
+}
+
+# no_udev_worker: no systemd-udevd worker process exists (systemd 252 and
+# later name them "(udev-worker)"; earlier ones keep "systemd-udevd", so
+# any udevd process beside the oldest counts).
+no_udev_worker() {
+	! pgrep -x '\(udev-worker\)' >/dev/null && [ "$(pgrep -x systemd-udevd | wc -l)" -le 1 ]
 }
 
 # no_rt_allocations [WHAT]: fails unless scx_floor's exit line in $FLOOR_LOG
@@ -209,8 +235,10 @@ ge() { num "$1" && num "$2" && awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }
 # rt_hog CPU fifo|rr PRIO [SECS]: a CPU-bound RT task pinned to CPU, killed
 # after SECS (default 60) by a watchdog at FIFO 95 (an equal-priority one could
 # never preempt it). Prints the task's pid once it spins at its RT policy.
+# At priority 99 it first waits for udev's workers to exit (udev_idle).
 rt_hog() {
 	local cpu=$1 pol=$2 prio=$3 secs=${4:-60} w p i ok=0
+	[ "$prio" != 99 ] || udev_idle || return 1
 	chrt -f 95 timeout -s KILL "$secs" chrt --"$pol" "$prio" taskset -c "$cpu" sh -c 'while :; do :; done' >/dev/null 2>&1 &
 	w=$!
 	# spinning at three polls in a row (once was not enough: the shell still

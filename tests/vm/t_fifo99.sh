@@ -87,6 +87,7 @@ start_floor --rt-runtime-unlimited
 seq0=$(enable_seq)
 n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 wait_spinning 10 "$n" || fail "the normal task did not spin"
+udev_idle
 taskset -c 1 chrt -f 99 perl -e 'select(undef, undef, undef, 2); 1 while 1' >/dev/null 2>&1 &
 h=$!
 state_of() { [[ $(cat /proc/$h/stat 2>/dev/null) =~ ^[0-9]+\ \(perl\)\ $1 ]]; }
@@ -111,10 +112,10 @@ fi
 
 # SIGTERM while the FIFO 99 hog runs (issue 16): the CPU's own SCHED_FIFO 99
 # threads (executor; slice-end thread on PREEMPT_RT) cannot run there, and
-# scx_floor must still exit, with everything restored. The hog starts after
-# udev is done with the load's uevent (start_floor, settle_uevents): the
-# unload, waiting for a grace period, once hung in CI on a systemd-udevd
-# worker that RCU had boosted behind the hog.
+# scx_floor must still exit, with everything restored. Every FIFO 99 task
+# here starts once udev's workers are gone (udev_idle): the unload, waiting
+# for a grace period, once hung in CI on a systemd-udevd worker that RCU had
+# boosted behind the hog.
 start_floor
 n=$(taskset -c 1 chrt -o 0 sh -c 'while :; do :; done' >/dev/null 2>&1 & echo $!)
 h=$(rt_hog 1 fifo 99 30) || fail "no hog"
