@@ -510,6 +510,28 @@ static __always_inline bool holds_irq_work(const struct task_struct *p)
 	return p->policy == SCHED_DEADLINE || p->rt_priority >= irq_work_prio;
 }
 
+/*
+ * Whether an RT task at irq_work/N's priority or above is queued on this
+ * CPU. ops.dispatch() and ops.tick() run here with such a task queued when
+ * it has just preempted a sched_ext task (the kernel balances the
+ * outgoing task's class before it picks) or when the CPU's ext_server runs
+ * sched_ext tasks ahead of it. rt_rq.highest_prio.curr is the kernel
+ * priority of the highest queued RT task, 99 - rt_priority, and
+ * MAX_RT_PRIO (100) when there is none (kernel/sched/rt.c). irq_work/N's
+ * own pending run counts as well: the relay then waits for the next CPU.
+ * A SCHED_DEADLINE task is not seen here (the CPU's dl_servers share its
+ * counts).
+ */
+static __always_inline bool irq_work_held_here(void)
+{
+	struct rq *rq;
+
+	if (!irq_work_threaded)
+		return false;
+	rq = bpf_this_cpu_ptr(&runqueues);
+	return rq->rt.highest_prio.curr <= 99 - (int)irq_work_prio;
+}
+
 /* Writes the record that wakes CPU cpu's server thread (see server_wake). */
 static __always_inline void server_wake_up(u32 cpu)
 {
@@ -522,11 +544,12 @@ static __always_inline void server_wake_up(u32 cpu)
 /*
  * Wakes CPU cpu's server thread. ahead is the task this CPU runs once the
  * calling kernel path is done (the switch's next, or the current task).
- * When it holds this CPU's irq_work/N back, the wake-up is handed to
- * another CPU instead: an idle one allowed by relay_ok is kicked (the
- * kick's irq_work runs in hard IRQ context on every kernel), and its
- * ops.dispatch() writes the record there; a busy one does it at its next
- * ops.dispatch() or ops.tick(). Written here, the record's irq_work would
+ * When it, or an RT task queued behind a sched_ext task that this CPU's
+ * ext_server runs (irq_work_held_here()), holds this CPU's irq_work/N
+ * back, the wake-up is handed to another CPU instead: an idle one allowed
+ * by relay_ok is kicked (the kick's irq_work runs in hard IRQ context on
+ * every kernel), and its ops.dispatch() writes the record there; a busy one
+ * does it at its next ops.dispatch() or ops.tick(). Written here, the record's irq_work would
  * stay pending on this CPU, and a pending irq_work is not queued again
  * from any CPU: every later wake-up of that server would wait too.
  */
@@ -535,7 +558,7 @@ static __always_inline void server_kick(u32 cpu, const struct task_struct *ahead
 	s32 me = bpf_get_smp_processor_id();
 	u32 i, n = scx_bpf_nr_cpu_ids();
 
-	if (!holds_irq_work(ahead)) {
+	if (!holds_irq_work(ahead) && !irq_work_held_here()) {
 		server_wake_up(cpu);
 		return;
 	}
@@ -555,13 +578,15 @@ static __always_inline void server_kick(u32 cpu, const struct task_struct *ahead
 
 /*
  * Writes the server wake-ups another CPU handed on (server_kick()), on a
- * CPU that runs sched_ext work now: its irq_work/N thread is not held.
+ * CPU that runs sched_ext work now and whose irq_work/N thread no RT task
+ * holds (irq_work_held_here()); held, they wait for another CPU's next
+ * ops.dispatch() or ops.tick().
  */
 static __always_inline void relay_run(void)
 {
 	u32 i, n = scx_bpf_nr_cpu_ids();
 
-	if (!relay_any || !__sync_lock_test_and_set(&relay_any, 0))
+	if (!relay_any || irq_work_held_here() || !__sync_lock_test_and_set(&relay_any, 0))
 		return;
 	bpf_for(i, 0, n) {
 		if (i >= FLOOR_MAX_CPUS)
