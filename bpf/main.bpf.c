@@ -542,38 +542,54 @@ static __always_inline void server_wake_up(u32 cpu)
 }
 
 /*
- * Wakes CPU cpu's server thread. ahead is the task this CPU runs once the
- * calling kernel path is done (the switch's next, or the current task).
- * When it, or an RT task queued behind a sched_ext task that this CPU's
- * ext_server runs (irq_work_held_here()), holds this CPU's irq_work/N
- * back, the wake-up is handed to another CPU instead: an idle one allowed
- * by relay_ok is kicked (the kick's irq_work runs in hard IRQ context on
- * every kernel), and its ops.dispatch() writes the record there; a busy one
- * does it at its next ops.dispatch() or ops.tick(). Written here, the record's irq_work would
- * stay pending on this CPU, and a pending irq_work is not queued again
- * from any CPU: every later wake-up of that server would wait too.
+ * Hands CPU cpu's server wake-up to another CPU: an idle one allowed by
+ * relay_ok is kicked (the kick's irq_work runs in hard IRQ context on every
+ * kernel), and its ops.dispatch() writes the record there; a busy one does
+ * it at its next ops.dispatch() or ops.tick() (relay_run()).
  */
-static __always_inline void server_kick(u32 cpu, const struct task_struct *ahead)
+static __always_inline void server_relay(u32 cpu)
 {
 	s32 me = bpf_get_smp_processor_id();
-	u32 i, n = scx_bpf_nr_cpu_ids();
+	u32 i, k, n = scx_bpf_nr_cpu_ids();
 
-	if (!holds_irq_work(ahead) && !irq_work_held_here()) {
-		server_wake_up(cpu);
-		return;
-	}
 	/* cpu < nr_cpu_ids <= FLOOR_MAX_CPUS (floor_init()) */
 	__sync_lock_test_and_set(&relay_pending[cpu & (FLOOR_MAX_CPUS - 1)], 1);
 	__sync_lock_test_and_set(&relay_any, 1);
 	__sync_fetch_and_add(&nr_relayed, 1);
 	bpf_for(i, 0, n) {
-		if (i == me || i >= FLOOR_MAX_CPUS || !relay_ok[i & (FLOOR_MAX_CPUS - 1)])
+		if (i == me || i >= FLOOR_MAX_CPUS)
+			continue;
+		k = i & (FLOOR_MAX_CPUS - 1);
+		/*
+		 * A CPU gone offline since the load keeps the idle bit its
+		 * idle task left, and the kernel drops a kick to an offline
+		 * CPU: the kick would be lost.
+		 */
+		if (!relay_ok[k] || cpu_hp_state[k] == FLOOR_CPU_WENT_DOWN)
 			continue;
 		if (scx_bpf_test_and_clear_cpu_idle(i)) {
 			scx_bpf_kick_cpu(i, SCX_KICK_IDLE);
 			break;
 		}
 	}
+}
+
+/*
+ * Wakes CPU cpu's server thread. ahead is the task this CPU runs once the
+ * calling kernel path is done (the switch's next, or the current task).
+ * When it, or an RT task queued behind a sched_ext task that this CPU's
+ * ext_server runs (irq_work_held_here()), holds this CPU's irq_work/N back,
+ * the wake-up is handed to another CPU (server_relay()). Written here, the
+ * record's irq_work would stay pending on this CPU, and a pending irq_work
+ * is not queued again from any CPU: every later wake-up of that server
+ * would wait too.
+ */
+static __always_inline void server_kick(u32 cpu, const struct task_struct *ahead)
+{
+	if (!holds_irq_work(ahead) && !irq_work_held_here())
+		server_wake_up(cpu);
+	else
+		server_relay(cpu);
 }
 
 /*
@@ -1995,7 +2011,14 @@ void BPF_STRUCT_OPS(floor_cpu_offline, s32 cpu)
 	/* An offline CPU does not dispatch: its DSQ's tasks that may run elsewhere move. */
 	if (percpu_dsq)
 		drain_request(cpu, DRAIN_OFFLINE);
-	server_kick(cpu, bpf_get_current_task_btf());
+	/*
+	 * This runs on the CPU going down, whose irq_work/N thread is parked
+	 * with it on PREEMPT_RT: another CPU writes the wake-up.
+	 */
+	if (irq_work_threaded)
+		server_relay(cpu);
+	else
+		server_kick(cpu, bpf_get_current_task_btf());
 }
 
 /*
