@@ -511,25 +511,35 @@ static __always_inline bool holds_irq_work(const struct task_struct *p)
 }
 
 /*
- * Whether an RT task at irq_work/N's priority or above is queued on this
- * CPU. ops.dispatch() and ops.tick() run here with such a task queued when
- * it has just preempted a sched_ext task (the kernel balances the
- * outgoing task's class before it picks) or when the CPU's ext_server runs
+ * Whether this CPU's irq_work/N thread may not run a record's wake-up soon:
+ * an RT task at its priority or above is queued here, or the CPU is going
+ * down (ops.cpu_offline() has run: its irq_work/N is parked later in the
+ * teardown, and a wake-up still pending then stays on the offline CPU,
+ * while ops.tick() and the switch hook still run here until the CPU stops).
+ * ops.dispatch() and ops.tick() run with such an RT task queued when it
+ * has just preempted a sched_ext task (the kernel balances the outgoing
+ * task's class before it picks) or when the CPU's ext_server runs
  * sched_ext tasks ahead of it. rt_rq.highest_prio.curr is the kernel
  * priority of the highest queued RT task, 99 - rt_priority, and
- * MAX_RT_PRIO (100) when there is none (kernel/sched/rt.c). irq_work/N's
- * own pending run counts as well: the relay then waits for the next CPU.
- * A SCHED_DEADLINE task is not seen here (the CPU's dl_servers share its
+ * MAX_RT_PRIO - 1 (99, which no RT task has) when there is none
+ * (init_rt_rq(), dec_rt_prio() in kernel/sched/rt.c). irq_work/N's own
+ * pending run counts as well: the relay then waits for another CPU. A
+ * SCHED_DEADLINE task is not seen here (the CPU's dl_servers share its
  * counts).
  */
 static __always_inline bool irq_work_held_here(void)
 {
+	u32 me = bpf_get_smp_processor_id();
 	struct rq *rq;
+	int prio;
 
 	if (!irq_work_threaded)
 		return false;
+	if (me < FLOOR_MAX_CPUS && cpu_hp_state[me & (FLOOR_MAX_CPUS - 1)] == FLOOR_CPU_WENT_DOWN)
+		return true;
 	rq = bpf_this_cpu_ptr(&runqueues);
-	return rq->rt.highest_prio.curr <= 99 - (int)irq_work_prio;
+	prio = rq->rt.highest_prio.curr;
+	return prio < 99 && prio <= 99 - (int)irq_work_prio;
 }
 
 /* Writes the record that wakes CPU cpu's server thread (see server_wake). */
@@ -542,20 +552,15 @@ static __always_inline void server_wake_up(u32 cpu)
 }
 
 /*
- * Hands CPU cpu's server wake-up to another CPU: an idle one allowed by
- * relay_ok is kicked (the kick's irq_work runs in hard IRQ context on every
- * kernel), and its ops.dispatch() writes the record there; a busy one does
- * it at its next ops.dispatch() or ops.tick() (relay_run()).
+ * Kicks one idle CPU allowed by relay_ok, not this one, so that its
+ * ops.dispatch() writes the wake-ups handed on (relay_run()). The kick's
+ * irq_work runs in hard IRQ context on every kernel.
  */
-static __always_inline void server_relay(u32 cpu)
+static __always_inline void relay_kick_idle(void)
 {
 	s32 me = bpf_get_smp_processor_id();
 	u32 i, k, n = scx_bpf_nr_cpu_ids();
 
-	/* cpu < nr_cpu_ids <= FLOOR_MAX_CPUS (floor_init()) */
-	__sync_lock_test_and_set(&relay_pending[cpu & (FLOOR_MAX_CPUS - 1)], 1);
-	__sync_lock_test_and_set(&relay_any, 1);
-	__sync_fetch_and_add(&nr_relayed, 1);
 	bpf_for(i, 0, n) {
 		if (i == me || i >= FLOOR_MAX_CPUS)
 			continue;
@@ -572,6 +577,20 @@ static __always_inline void server_relay(u32 cpu)
 			break;
 		}
 	}
+}
+
+/*
+ * Hands CPU cpu's server wake-up to another CPU: an idle one is kicked
+ * (relay_kick_idle()); a busy one writes it at its next ops.dispatch() or
+ * ops.tick() (relay_run()).
+ */
+static __always_inline void server_relay(u32 cpu)
+{
+	/* cpu < nr_cpu_ids <= FLOOR_MAX_CPUS (floor_init()) */
+	__sync_lock_test_and_set(&relay_pending[cpu & (FLOOR_MAX_CPUS - 1)], 1);
+	__sync_lock_test_and_set(&relay_any, 1);
+	__sync_fetch_and_add(&nr_relayed, 1);
+	relay_kick_idle();
 }
 
 /*
@@ -594,15 +613,21 @@ static __always_inline void server_kick(u32 cpu, const struct task_struct *ahead
 
 /*
  * Writes the server wake-ups another CPU handed on (server_kick()), on a
- * CPU that runs sched_ext work now and whose irq_work/N thread no RT task
- * holds (irq_work_held_here()); held, they wait for another CPU's next
- * ops.dispatch() or ops.tick().
+ * CPU that runs sched_ext work now and whose irq_work/N thread can run
+ * (irq_work_held_here()); held, they wait for another CPU, and an idle one
+ * is kicked for them.
  */
 static __always_inline void relay_run(void)
 {
 	u32 i, n = scx_bpf_nr_cpu_ids();
 
-	if (!relay_any || irq_work_held_here() || !__sync_lock_test_and_set(&relay_any, 0))
+	if (!relay_any)
+		return;
+	if (irq_work_held_here()) {
+		relay_kick_idle();
+		return;
+	}
+	if (!__sync_lock_test_and_set(&relay_any, 0))
 		return;
 	bpf_for(i, 0, n) {
 		if (i >= FLOOR_MAX_CPUS)
@@ -2011,14 +2036,8 @@ void BPF_STRUCT_OPS(floor_cpu_offline, s32 cpu)
 	/* An offline CPU does not dispatch: its DSQ's tasks that may run elsewhere move. */
 	if (percpu_dsq)
 		drain_request(cpu, DRAIN_OFFLINE);
-	/*
-	 * This runs on the CPU going down, whose irq_work/N thread is parked
-	 * with it on PREEMPT_RT: another CPU writes the wake-up.
-	 */
-	if (irq_work_threaded)
-		server_relay(cpu);
-	else
-		server_kick(cpu, bpf_get_current_task_btf());
+	/* On PREEMPT_RT another CPU writes it (irq_work_held_here()). */
+	server_kick(cpu, bpf_get_current_task_btf());
 }
 
 /*
