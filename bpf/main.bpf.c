@@ -1058,6 +1058,9 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 				__sync_fetch_and_add(&st->nr_rcu_boost, 1);
 		}
 	}
+	/* A task queued at the front (a reader woken from a lock) preempts from there. */
+	if (vtime_before(vtime, preempt_vtime))
+		preempt_vtime = vtime;
 
 	if (enq_flags & SCX_ENQ_WAKEUP) {
 		rs = task_ctx_of(p);
