@@ -375,7 +375,8 @@ static __always_inline struct cur_run *cur_run(s32 cpu)
 }
 
 /*
- * A task waking with vtime `vtime` queues for CPU cpu: whether it preempts
+ * A task waking with vtime `vtime` (its preemption vtime, in cpu's frame:
+ * see ops.enqueue()) queues for CPU cpu: whether it preempts
  * the normal task running there, whose vtime, charged for the time it has
  * run so far, is ahead by more than a quarter of the CPU's slice (counted in
  * nr_wakeup_preempt; the caller preempts).
@@ -1015,12 +1016,13 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		vtime = clock - slice;
 	/*
 	 * The slice of credit decides only whether a waking task preempts
-	 * (preempt_vtime). It queues at the CPU's clock at the earliest, behind
-	 * the tasks already waiting: placed a slice ahead, a pipe reader woken
-	 * for each message ran next, read that one message and slept again,
-	 * and under hackbench the CPUs switched and woke tasks twice as often
-	 * as the fair class does, 7-10% slower at 2 vCPUs (docs/design.md,
-	 * Decisions: "A waking task queues with no sleep credit").
+	 * (preempt_vtime). It queues at its DSQ's clock at the earliest,
+	 * behind the waiting tasks at or before that clock: placed a slice
+	 * ahead, a pipe reader woken for each message ran next, read that one
+	 * message and slept again, and under hackbench the CPUs switched and
+	 * woke tasks twice as often as the fair class does, 7-10% slower at 2
+	 * vCPUs (docs/design.md, Decisions: "A waking task queues with no
+	 * sleep credit").
 	 */
 	preempt_vtime = vtime;
 	if ((enq_flags & SCX_ENQ_WAKEUP) && vtime_before(vtime, clock))
@@ -1051,7 +1053,8 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	    vtime_before(clock - 2 * slice, vtime)) {
 		rs = task_ctx_of(p);
 		if (rs) {
-			rs->vtime = vtime;
+			/* A waking one runs with the credit, as one that preempts. */
+			rs->vtime = preempt_vtime;
 			rs->valid = 1;
 			vtime = clock - 2 * slice;
 			if (st && reader)
@@ -1128,7 +1131,8 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 	 * A waking sleeper with no idle CPU to take it may preempt: on its own
 	 * CPU's DSQ as a pinned one does, the local DSQ with SCX_ENQ_PREEMPT,
 	 * not a kick (an irq_work first); in the shared DSQ by a kick, queued
-	 * at preempt_vtime so that the dispatch the kick forces takes it.
+	 * at preempt_vtime so that the dispatch the kick forces most likely
+	 * takes it (another CPU's dispatch may take it first).
 	 */
 	if (wakeup_preempt && sleeper && (enq_flags & SCX_ENQ_WAKEUP)) {
 		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
@@ -1158,7 +1162,11 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		if (st && st->hi_running && all_allowed_held(p))
 			starve_open(st, cpu, bpf_ktime_get_ns(), bpf_get_current_task_btf());
 	}
-	if (!picked)
+	/*
+	 * Picked before the insert and none idle: a CPU that found the shared
+	 * DSQ empty since then has gone idle without this task; look again.
+	 */
+	if (!picked || (!own && idle < 0 && !kick_preempt))
 		idle = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
 	if (idle >= 0) {
 		/* The idle CPU takes it: no run here to cut for it (timer_waiter()). */
