@@ -1144,8 +1144,7 @@ void BPF_STRUCT_OPS(floor_enqueue, struct task_struct *p, u64 enq_flags)
 		if (idle < 0 && !own &&
 		    wakeup_preempts(cpu, frame_move(preempt_vtime, frame, cpu), slice, st)) {
 			kick_preempt = true;
-			if (vtime_before(preempt_vtime, vtime))
-				vtime = preempt_vtime;
+			vtime = preempt_vtime;	/* never after vtime (above) */
 		}
 	}
 
