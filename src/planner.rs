@@ -151,6 +151,27 @@ fn all_allowed_hogged(tid: u32, hi: &[(usize, bool)]) -> bool {
 /// task lost to the map waits at most this long for its first boost.
 const PROC_SCAN_EVERY_NS: u64 = 1_000_000_000;
 
+/// How long a starvation must have lasted before a step looks through
+/// /proc for lost waiters ([`scan_due`]), ns. A task the waiters map lost
+/// waits behind a higher class that holds the CPU; an RT task that runs
+/// for microseconds at a time (a cyclictest thread, an audio period) does
+/// not, and a scan at the kick its run gives held a CPU at SCHED_FIFO 99
+/// for 1-2 ms under TCG once a second per CPU.
+const PROC_SCAN_MIN_STARVED_NS: u64 = 10_000_000;
+
+/// Whether a step at `now_ns` looks through /proc for lost waiters: at most
+/// every [`PROC_SCAN_EVERY_NS`] since `last_scan_ns`, while a higher class
+/// holds the CPU (`hi_running`), and not inside the first
+/// [`PROC_SCAN_MIN_STARVED_NS`] of a starvation (`starved_since_ns`, 0 when
+/// none is open: a CPU held with nobody waiting is scanned, since a lost
+/// task opens no starvation).
+fn scan_due(now_ns: u64, last_scan_ns: u64, hi_running: bool, starved_since_ns: u64) -> bool {
+    hi_running
+        && now_ns.saturating_sub(last_scan_ns) >= PROC_SCAN_EVERY_NS
+        && (starved_since_ns == 0
+            || now_ns.saturating_sub(starved_since_ns) >= PROC_SCAN_MIN_STARVED_NS)
+}
+
 /// The normal tasks (SCHED_OTHER, BATCH, IDLE, EXT) that /proc shows
 /// runnable (state R) on `cpu` (field 39): there they wait, as the CPU is
 /// held by a higher class. As waiters (tid, entry), pinned (a task the
@@ -218,8 +239,7 @@ fn parse_runnable_waiter(stat: &str, cpu: usize) -> Option<BpfWaiter> {
 }
 
 /// Adds to the waiters map the runnable normal tasks /proc shows on `cpu`
-/// that the map lacks, at most every [`PROC_SCAN_EVERY_NS`]
-/// (`last_scan_ns`) and only while a higher class holds the CPU; counts
+/// that the map lacks, when [`scan_due`] (`last_scan_ns`: the last scan); counts
 /// them in `lost_found`. Called after a step's actions, never inside the
 /// waiter look-up: a scan costs 1-2 ms under TCG, and in kernel-cut mode
 /// that look-up comes at each period's zero-laxity activation.
@@ -230,10 +250,11 @@ fn scan_lost(
     last_scan_ns: &mut u64,
     sc: &mut Scratch,
 ) {
-    let now = monotonic_ns();
-    if now.saturating_sub(*last_scan_ns) < PROC_SCAN_EVERY_NS || !view.sample(cpu).1 {
+    let (s, hi_running, _) = view.sample(cpu);
+    if !scan_due(s.now_ns, *last_scan_ns, hi_running, s.starved_since_ns) {
         return;
     }
+    let now = s.now_ns;
     *last_scan_ns = now;
     view.waiters_into(&mut sc.listed);
     sc.found.clear();
@@ -1597,6 +1618,25 @@ mod tests {
         f[39 - 3] = cpu.to_string();
         f[41 - 3] = policy.to_string();
         format!("1234 ({comm}) {}", f.join(" "))
+    }
+
+    #[test]
+    fn the_proc_scan_waits_out_a_young_starvation() {
+        const MS: u64 = 1_000_000;
+        let t = 10_000 * MS;
+        // held for 2 s with a task waiting: due once a second
+        assert!(scan_due(t, t - 1_000 * MS, true, t - 2_000 * MS));
+        assert!(!scan_due(t, t - 999 * MS, true, t - 2_000 * MS));
+        // not held: never
+        assert!(!scan_due(t, 0, false, t - 2_000 * MS));
+        // the kick of a starvation 50 us old (a short RT run): not yet
+        assert!(!scan_due(t, 0, true, t - MS / 20));
+        assert!(!scan_due(t, 0, true, t - 9 * MS));
+        assert!(scan_due(t, 0, true, t - 10 * MS));
+        // held with nobody seen waiting: a lost task opens no starvation
+        assert!(scan_due(t, 0, true, 0));
+        // a starvation stamped after the sample's clock: not yet
+        assert!(!scan_due(t, 0, true, t + MS));
     }
 
     #[test]
