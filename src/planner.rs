@@ -239,10 +239,10 @@ fn parse_runnable_waiter(stat: &str, cpu: usize) -> Option<BpfWaiter> {
 }
 
 /// Adds to the waiters map the runnable normal tasks /proc shows on `cpu`
-/// that the map lacks, when [`scan_due`] (`last_scan_ns`: the last scan); counts
-/// them in `lost_found`. Called after a step's actions, never inside the
-/// waiter look-up: a scan costs 1-2 ms under TCG, and in kernel-cut mode
-/// that look-up comes at each period's zero-laxity activation.
+/// that the map lacks, when [`scan_due`] (`last_scan_ns`: the last scan);
+/// counts them in `lost_found`. Called after a step's actions, never inside
+/// the waiter look-up: a scan costs 1-2 ms under TCG, and in kernel-cut
+/// mode that look-up comes at each period's zero-laxity activation.
 fn scan_lost(
     cpu: usize,
     view: &BpfView,
@@ -254,8 +254,7 @@ fn scan_lost(
     if !scan_due(s.now_ns, *last_scan_ns, hi_running, s.starved_since_ns) {
         return;
     }
-    let now = s.now_ns;
-    *last_scan_ns = now;
+    *last_scan_ns = s.now_ns;
     view.waiters_into(&mut sc.listed);
     sc.found.clear();
     runnable_on(cpu, &mut sc.found);
